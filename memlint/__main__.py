@@ -1,0 +1,5 @@
+"""Allow ``python -m memlint``."""
+
+from memlint.cli import main
+
+raise SystemExit(main())

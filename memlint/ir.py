@@ -1,0 +1,171 @@
+"""The model graph that every frontend produces and every later stage reads.
+
+A frontend (Keras source, later ONNX) turns its input into :class:`ModelGraph` objects:
+layers with exact output shapes and weights, the source location of each, and the training
+setup it found.  Shapes follow Keras's convention: a tuple whose first entry is the batch
+dimension (``None``) and whose other entries are ints, or ``None`` where a dimension is not
+known statically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Optional, Union
+
+Shape = tuple  # tuple[int | None, ...], batch dimension first
+OutputShape = Union[Shape, list]  # a list of shapes for layers with several outputs
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something is in the analysed file (1-based lines and columns)."""
+
+    path: str
+    line: int
+    column: int = 1
+    end_line: Optional[int] = None
+    end_column: Optional[int] = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One variable of a layer: its shape and whether the optimizer updates it."""
+
+    name: str
+    shape: tuple
+    trainable: bool = True
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape) if self.shape else 1
+
+
+@dataclass
+class Unresolved:
+    """Something the analysis could not determine, and why."""
+
+    what: str
+    reason: str
+    location: Optional[Location] = None
+
+    def as_dict(self) -> dict:
+        loc = self.location
+        return {
+            "what": self.what,
+            "reason": self.reason,
+            "line": loc.line if loc else None,
+            "column": loc.column if loc else None,
+        }
+
+
+@dataclass
+class LayerNode:
+    """One layer of a model with its resolved shapes and weights.
+
+    ``output_shapes`` holds the output of every call of the layer (a shared layer is called
+    more than once; its weights count once, its activations once per call).  ``input_shapes``
+    holds the matching inputs.
+    """
+
+    name: str
+    type: str
+    location: Optional[Location]
+    config: dict = field(default_factory=dict)
+    weights: list = field(default_factory=list)  # list[Weight]
+    input_shapes: list = field(default_factory=list)  # per call: Shape or list of Shapes
+    output_shapes: list = field(default_factory=list)  # per call: Shape or list of Shapes
+    unresolved: Optional[str] = None  # why this layer's shapes are unknown, if they are
+
+    @property
+    def output_shape(self) -> Optional[OutputShape]:
+        return self.output_shapes[0] if self.output_shapes else None
+
+    @property
+    def input_shape(self):
+        return self.input_shapes[0] if self.input_shapes else None
+
+    @property
+    def trainable_params(self) -> int:
+        return sum(w.size for w in self.weights if w.trainable)
+
+    @property
+    def non_trainable_params(self) -> int:
+        return sum(w.size for w in self.weights if not w.trainable)
+
+    @property
+    def params(self) -> int:
+        return sum(w.size for w in self.weights)
+
+
+@dataclass
+class OptimizerSpec:
+    """The optimizer found in the code, with the arguments that change its memory."""
+
+    name: str = "sgd"  # canonical lower-case Keras name: sgd, adam, adamw, rmsprop, ...
+    options: dict = field(default_factory=dict)  # momentum, amsgrad, centered, use_ema, ...
+    source: str = "default"  # where it came from: "compile()", "--optimizer", "default"
+
+
+@dataclass
+class TrainingSetup:
+    """How the model is used: mode, batch size, optimizer, precision, and where each came from."""
+
+    mode: str = "train"  # "train" or "infer"
+    mode_source: str = "default"
+    batch_size: Optional[int] = None
+    batch_source: str = "unknown"
+    optimizer: OptimizerSpec = field(default_factory=OptimizerSpec)
+    dtype_policy: str = "float32"  # float32, float16, mixed_float16, mixed_bfloat16, ...
+    dtype_source: str = "default"
+    location: Optional[Location] = None  # the call (fit, train_on_batch, predict) that set the mode
+
+
+@dataclass
+class ModelGraph:
+    """A model found in the input: its layers in Keras's order and its training setup."""
+
+    name: str
+    location: Optional[Location]
+    kind: str = "Sequential"  # Sequential, Functional
+    variable: Optional[str] = None  # the name the model was assigned to, if any
+    layers: list = field(default_factory=list)  # list[LayerNode]
+    input_shapes: list = field(default_factory=list)  # model inputs, batch dimension first
+    setup: TrainingSetup = field(default_factory=TrainingSetup)
+    unresolved: list = field(default_factory=list)  # list[Unresolved]
+
+    @property
+    def trainable_params(self) -> int:
+        return sum(layer.trainable_params for layer in self.layers)
+
+    @property
+    def non_trainable_params(self) -> int:
+        return sum(layer.non_trainable_params for layer in self.layers)
+
+    @property
+    def params(self) -> int:
+        return self.trainable_params + self.non_trainable_params
+
+
+def shape_size(shape: Shape, batch_size: int) -> Optional[int]:
+    """Number of elements in a tensor of ``shape`` with the batch dimension set; None if unknown."""
+    if shape is None:
+        return None
+    dims = list(shape)
+    if dims and dims[0] is None:
+        dims[0] = batch_size
+    if any(d is None for d in dims):
+        return None
+    return prod(dims) if dims else 1
+
+
+def as_shape_list(shape: Optional[OutputShape]) -> list:
+    """A layer output as a list of shapes (one entry for single-output layers)."""
+    if shape is None:
+        return []
+    if isinstance(shape, list):
+        return shape
+    return [shape]

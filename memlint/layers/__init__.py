@@ -1,0 +1,65 @@
+"""The layer registry: one :class:`~memlint.layers.base.LayerKind` per Keras layer class.
+
+Families live in their own modules (core, convolutional, pooling, ...), the way Keras groups
+its layers in folders.  Importing this package registers them all.
+"""
+
+from memlint.layers import core  # noqa: F401  (registers its layers)
+from memlint.ir import Weight
+from memlint.layers.base import REGISTRY, Args, LayerError, LayerInstance, LayerKind
+
+_FAMILIES = (
+    "convolutional",
+    "pooling",
+    "reshaping",
+    "activations",
+    "regularization",
+    "normalization",
+    "embedding",
+    "rnn",
+    "merging",
+    "attention",
+    "preprocessing",
+)
+
+for _family in _FAMILIES:
+    try:
+        __import__(f"memlint.layers.{_family}")
+    except ModuleNotFoundError as exc:  # a family not written yet
+        if exc.name != f"memlint.layers.{_family}":
+            raise
+
+
+def lookup(name: str) -> LayerKind | None:
+    """The layer kind registered under a Keras class name (current or older spelling)."""
+    return REGISTRY.get(name)
+
+
+def instantiate(type_name: str, args: "Args", *, location=None) -> "LayerInstance":
+    """Create a layer instance from constructor arguments.
+
+    Generic layer arguments (``name``, ``trainable``) are read here; everything else is the
+    kind's to interpret.  Raises ``KeyError`` for an unregistered layer type, and
+    :class:`LayerError` / :class:`UnresolvedArgument` from the kind's ``configure``.
+    """
+    kind = REGISTRY[type_name]
+    config = kind.configure(args)
+    name = args.get("name", None)
+    trainable = args.get("trainable", True)
+    return LayerInstance(kind=kind, config=config, name=name if isinstance(name, str) else None,
+                         trainable=bool(trainable), location=location)
+
+
+def call(layer: "LayerInstance", input_shape) -> tuple:
+    """Output shape and weights of ``layer`` built on ``input_shape``.
+
+    Weights of a layer created with ``trainable=False`` are all non-trainable.
+    """
+    kind = layer.kind
+    if kind.multi_input and not isinstance(input_shape, list):
+        raise LayerError(f"{kind.name} must be called on a list of inputs")
+    out = kind.output_shape(layer.config, input_shape)
+    weights = kind.weights(layer.config, input_shape)
+    if not layer.trainable:
+        weights = [Weight(w.name, w.shape, trainable=False) for w in weights]
+    return out, weights

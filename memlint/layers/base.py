@@ -1,0 +1,240 @@
+"""What every layer kind provides, and the helpers they share.
+
+A layer kind mirrors one Keras layer class.  It owns three things, the way the Keras class
+owns ``__init__``, ``build`` and ``compute_output_shape``:
+
+* :meth:`LayerKind.configure` turns constructor arguments (any Keras spelling, Keras 1 to 3)
+  into a normalised config dict using Keras 3 argument names;
+* :meth:`LayerKind.output_shape` computes the output shape from the input shape(s);
+* :meth:`LayerKind.weights` lists the variables Keras would create in ``build``.
+
+Shapes include the batch dimension first (usually ``None``).  Layers taking several inputs
+set ``multi_input = True`` and receive a list of shapes.  Problems Keras would reject at
+build time raise :class:`LayerError`; arguments whose value is not known statically raise
+:class:`UnresolvedArgument`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional
+
+from memlint.ir import Weight
+
+MISSING = object()
+
+
+class LayerError(Exception):
+    """The layer cannot be built with these inputs (Keras would raise at build time)."""
+
+
+class UnresolvedArgument(Exception):
+    """An argument the layer needs has no statically known value."""
+
+    def __init__(self, name: str, reason: str = "its value is not known statically"):
+        super().__init__(f"argument '{name}': {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class Unknown:
+    """A value the frontend could not determine; carries the reason.
+
+    Frontends pass it inside :class:`Args` wherever an argument could not be evaluated.
+    """
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Unknown({self.reason!r})"
+
+
+@dataclass
+class Context:
+    """Global settings of the analysed code that change how layers behave."""
+
+    data_format: str = "channels_last"  # keras.backend.image_data_format()
+
+
+@dataclass
+class Args:
+    """The arguments of one layer constructor call, as Python values.
+
+    Values are plain Python (int, float, str, bool, None, tuple, list, dict), nested
+    :class:`LayerInstance` objects (for wrappers such as Bidirectional), or :class:`Unknown`.
+    """
+
+    positional: list = field(default_factory=list)
+    keywords: dict = field(default_factory=dict)
+    context: Context = field(default_factory=Context)
+
+    def get(self, name: str, default: Any = MISSING, *, pos: Optional[int] = None,
+            aliases: tuple = ()) -> Any:
+        """The argument ``name`` (or one of its older ``aliases``), given by keyword or at ``pos``.
+
+        Raises :class:`UnresolvedArgument` when the value is unknown, or when the argument is
+        required (no default) and absent.
+        """
+        for key in (name, *aliases):
+            if key in self.keywords:
+                return self._known(name, self.keywords[key])
+        if pos is not None and pos < len(self.positional):
+            return self._known(name, self.positional[pos])
+        if default is MISSING:
+            raise UnresolvedArgument(name, "required argument is missing")
+        return default
+
+    def has(self, name: str, *, pos: Optional[int] = None, aliases: tuple = ()) -> bool:
+        """Whether the argument was given at all (by keyword or position)."""
+        if any(key in self.keywords for key in (name, *aliases)):
+            return True
+        return pos is not None and pos < len(self.positional)
+
+    @staticmethod
+    def _known(name: str, value: Any) -> Any:
+        if isinstance(value, Unknown):
+            raise UnresolvedArgument(name, value.reason)
+        return value
+
+
+@dataclass
+class LayerInstance:
+    """A layer object created in the analysed code (before or after it is called)."""
+
+    kind: "LayerKind"
+    config: dict
+    name: Optional[str] = None
+    trainable: bool = True
+    location: Any = None
+
+
+class LayerKind:
+    """Base class of every layer kind; subclasses override what differs."""
+
+    name: ClassVar[str] = ""  # the Keras 3 class name
+    aliases: ClassVar[tuple] = ()  # older class names resolving to this kind (Keras 1/2)
+    family: ClassVar[str] = ""
+    multi_input: ClassVar[bool] = False  # receives a list of input shapes
+
+    def configure(self, args: Args) -> dict:
+        """Normalise constructor arguments into a config dict (Keras 3 names)."""
+        return {}
+
+    def output_shape(self, config: dict, input_shape):
+        """Output shape for the given input shape (a list of shapes if ``multi_input``)."""
+        return input_shape
+
+    def weights(self, config: dict, input_shape) -> list[Weight]:
+        """Variables created when the layer is built on ``input_shape``."""
+        return []
+
+
+REGISTRY: dict[str, LayerKind] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: register a :class:`LayerKind` under its name and aliases."""
+    kind = cls()
+    for key in (cls.name, *cls.aliases):
+        if key in REGISTRY:
+            raise ValueError(f"layer kind {key!r} registered twice")
+        REGISTRY[key] = kind
+    return cls
+
+
+# ---------------------------------------------------------------- shared argument helpers
+
+def as_tuple(value: Any, n: int, name: str) -> tuple:
+    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints (Keras's ``standardize_tuple``)."""
+    if isinstance(value, bool):
+        raise LayerError(f"'{name}' must be an int or a tuple of {n} ints, got {value!r}")
+    if isinstance(value, int):
+        return (value,) * n
+    if isinstance(value, (tuple, list)) and len(value) == n and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return tuple(value)
+    raise LayerError(f"'{name}' must be an int or a tuple of {n} ints, got {value!r}")
+
+
+def data_format(args: Args) -> str:
+    """The layer's data format from ``data_format=`` or Keras 1 ``dim_ordering=``."""
+    value = args.get("data_format", None)
+    if value is None:
+        ordering = args.get("dim_ordering", None)
+        if ordering is not None:
+            value = {"th": "channels_first", "tf": "channels_last"}.get(ordering, ordering)
+    if value is None:
+        value = args.context.data_format
+    if value not in ("channels_last", "channels_first"):
+        raise LayerError(f"data_format must be 'channels_last' or 'channels_first', got {value!r}")
+    return value
+
+
+def padding_mode(args: Args, allowed: tuple = ("valid", "same")) -> str:
+    """``padding=`` (or Keras 1 ``border_mode=``), lower-cased and validated."""
+    value = args.get("padding", "valid", aliases=("border_mode",))
+    if not isinstance(value, str) or value.lower() not in allowed:
+        raise LayerError(f"padding must be one of {', '.join(allowed)}, got {value!r}")
+    return value.lower()
+
+
+def conv_output_length(length: Optional[int], kernel: int, padding: str, stride: int,
+                       dilation: int = 1) -> Optional[int]:
+    """Output length of a convolution or pooling window along one axis (None if unknown)."""
+    if length is None:
+        return None
+    effective = (kernel - 1) * dilation + 1
+    if padding == "same":
+        out = (length + stride - 1) // stride
+    elif padding == "causal":
+        out = (length + stride - 1) // stride
+    else:  # valid
+        out = (length - effective + stride) // stride
+    return out
+
+
+def deconv_output_length(length: Optional[int], kernel: int, padding: str, stride: int,
+                         output_padding: Optional[int] = None, dilation: int = 1) -> Optional[int]:
+    """Output length of a transposed convolution along one axis (None if unknown)."""
+    if length is None:
+        return None
+    kernel = (kernel - 1) * dilation + 1
+    if output_padding is None:
+        if padding == "valid":
+            return length * stride + max(kernel - stride, 0)
+        if padding == "full":
+            return length * stride - (stride + kernel - 2)
+        return length * stride
+    pad = {"same": kernel // 2, "valid": 0, "full": kernel - 1}[padding]
+    return (length - 1) * stride + kernel - 2 * pad + output_padding
+
+
+def spatial_axes(rank: int, fmt: str) -> tuple:
+    """Indices (in a shape with batch first) of the spatial axes and the channel axis."""
+    if fmt == "channels_first":
+        return tuple(range(2, 2 + rank)), 1
+    return tuple(range(1, 1 + rank)), rank + 1
+
+
+def check_rank(input_shape, rank: int, layer: str) -> None:
+    """Raise :class:`LayerError` unless ``input_shape`` has exactly ``rank`` dims (batch included)."""
+    if input_shape is None or len(input_shape) != rank:
+        got = "unknown" if input_shape is None else f"{len(input_shape)} ({_fmt(input_shape)})"
+        raise LayerError(f"{layer} expects input of rank {rank}, got rank {got}")
+
+
+def _fmt(shape) -> str:
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ")"
+
+
+def format_shape(shape) -> str:
+    """A shape as Keras prints it: ``(None, 16, 16, 256)``; lists of shapes comma-joined."""
+    if shape is None:
+        return "?"
+    if isinstance(shape, list):
+        return "[" + ", ".join(format_shape(s) for s in shape) + "]"
+    if len(shape) == 1:
+        return "(" + ("None" if shape[0] is None else str(shape[0])) + ",)"
+    return _fmt(shape)

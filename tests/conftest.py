@@ -1,0 +1,42 @@
+"""Shared test fixtures: paths, and access to real Keras for the oracle tier."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+ORACLE = Path(__file__).resolve().parent / "oracle"
+
+
+def keras_available() -> bool:
+    return importlib.util.find_spec("keras") is not None
+
+
+def require_keras() -> None:
+    """Skip without Keras, unless MEMLINT_REQUIRE_ORACLE=1 (CI), where that is a failure."""
+    if keras_available():
+        return
+    if os.environ.get("MEMLINT_REQUIRE_ORACLE") == "1":
+        pytest.fail("MEMLINT_REQUIRE_ORACLE=1 but keras is not installed")
+    pytest.skip("keras is not installed (pip install -e '.[test,oracle]')")
+
+
+def run_oracle(script: str, payload) -> dict:
+    """Run one of the oracle scripts with real Keras in a subprocess; return its JSON answer."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+               KERAS_BACKEND=os.environ.get("MEMLINT_ORACLE_BACKEND", "tensorflow"))
+    proc = subprocess.run(
+        [sys.executable, str(ORACLE / script)],
+        input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=1200,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"oracle {script} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout)
