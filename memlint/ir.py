@@ -78,6 +78,7 @@ class LayerNode:
     weights: list = field(default_factory=list)  # list[Weight]
     input_shapes: list = field(default_factory=list)  # per call: Shape or list of Shapes
     output_shapes: list = field(default_factory=list)  # per call: Shape or list of Shapes
+    inbound: list = field(default_factory=list)  # per call: list of (layer name, call, output)
     unresolved: Optional[str] = None  # why this layer's shapes are unknown, if they are
 
     @property

@@ -116,6 +116,12 @@ class LayerKind:
     aliases: ClassVar[tuple] = ()  # older class names resolving to this kind (Keras 1/2)
     family: ClassVar[str] = ""
     multi_input: ClassVar[bool] = False  # receives a list of input shapes
+    keras_class: ClassVar[str] = ""  # the Keras 3 class a legacy-spelling kind builds, if not name
+
+    @property
+    def class_name(self) -> str:
+        """The Keras 3 class this kind stands for (what ``model.summary()`` shows)."""
+        return self.keras_class or self.name
 
     def configure(self, args: Args) -> dict:
         """Normalise constructor arguments into a config dict (Keras 3 names)."""

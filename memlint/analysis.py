@@ -1,0 +1,119 @@
+"""One file through the whole pipeline: frontend -> memory model -> rules -> suppression."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from memlint.budget import Budget, resolve_budget
+from memlint.catalog import default_options
+from memlint.checks import RULES, RuleContext
+from memlint.config import Settings
+from memlint.diagnostics import Diagnostic
+from memlint.frontends.keras import analyze_source
+from memlint.ir import OptimizerSpec
+from memlint.memory import estimate
+from memlint.memory.optimizers import is_known
+from memlint.suppression import is_suppressed, suppressions
+from memlint.units import parse_size
+
+
+class AnalysisError(Exception):
+    """The file cannot be analysed at all (unreadable, not text); exit code 2."""
+
+
+@dataclass
+class FileReport:
+    """Everything found in one file."""
+
+    path: str
+    settings: Settings
+    budget: Optional[Budget]
+    models: list = field(default_factory=list)  # list[ModelGraph]
+    breakdowns: list = field(default_factory=list)  # list[MemoryBreakdown], parallel to models
+    diagnostics: list = field(default_factory=list)
+    suppressed: int = 0
+    definitions: list = field(default_factory=list)
+
+
+def budget_for(settings: Settings) -> Optional[Budget]:
+    """The GPU budget from settings (None when no GPU is configured)."""
+    if settings.gpu is None:
+        return None
+    return resolve_budget(
+        settings.gpu,
+        cuda_context=parse_size(settings.cuda_context) if settings.cuda_context else None,
+        reserve=parse_size(settings.reserve) if settings.reserve else None,
+    )
+
+
+def apply_overrides(graph, settings: Settings) -> None:
+    """Command-line/config values replace what the code said, noting the source."""
+    setup = graph.setup
+    if settings.batch_size is not None:
+        setup.batch_size = settings.batch_size
+        setup.batch_source = "configured batch size (--batch-size or config)"
+    if settings.mode is not None:
+        setup.mode, setup.mode_source = settings.mode, "configured mode (--mode or config)"
+    if settings.optimizer is not None:
+        name = settings.optimizer.lower()
+        setup.optimizer = OptimizerSpec(name, {}, "configured optimizer (--optimizer or config)")
+
+
+def analyze_file(path: str, settings: Settings) -> FileReport:
+    """Analyse one Keras source file; raises :class:`AnalysisError` if it cannot be read."""
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AnalysisError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise AnalysisError(f"{path}: is a directory") from None
+    except UnicodeDecodeError:
+        raise AnalysisError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise AnalysisError(f"{path}: cannot read ({exc.strerror})") from None
+    return analyze_text(source, path, settings)
+
+
+def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
+    """Analyse Keras source text as if it were the file ``path``."""
+    budget = budget_for(settings)
+    input_shape = (None,) + tuple(settings.input_shape) if settings.input_shape else None
+    result = analyze_source(source, path, input_shape=input_shape)
+    report = FileReport(path=path, settings=settings, budget=budget,
+                        definitions=result.definitions)
+    diagnostics = list(result.diagnostics)
+    for graph in result.models:
+        apply_overrides(graph, settings)
+        if not is_known(graph.setup.optimizer.name):
+            diagnostics.append(Diagnostic(
+                "MEM900", "unresolved-value", "info",
+                f"optimizer '{graph.setup.optimizer.name}' is not in memlint's table; "
+                "assumed 2 slots per parameter (as Adam)", path,
+                *(_line_col(graph.location))))
+        report.models.append(graph)
+        report.breakdowns.append(estimate(graph))
+    for code, rule in sorted(RULES.items()):
+        if not settings.enabled(code):
+            continue
+        ctx = RuleContext(path=path, models=report.models, breakdowns=report.breakdowns,
+                          budget=budget, module=result.module, source=source,
+                          options=settings.rule_options(code, default_options(code)))
+        diagnostics.extend(rule.check(ctx))
+    table = suppressions(source)
+    kept = []
+    for diag in diagnostics:
+        if not settings.enabled(diag.code):
+            continue
+        if is_suppressed(diag, table):
+            report.suppressed += 1
+            continue
+        kept.append(diag)
+    report.diagnostics = sorted(kept, key=Diagnostic.sort_key)
+    return report
+
+
+def _line_col(location) -> tuple:
+    return (location.line, location.column) if location else (1, 1)
+

@@ -1,0 +1,245 @@
+"""Command line: ``memlint check``, ``memlint report``, ``memlint rules``, ``memlint explain``.
+
+Exit codes: 0 no findings at or above the failing level, 1 findings, 2 usage error,
+unreadable file or internal error (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from memlint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SOURCE_SUFFIXES = (".py", ".pyi")
+
+
+class UsageError(Exception):
+    """Bad command-line input; printed as one line, exit code 2."""
+
+
+def _analysis_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="Keras model files or folders (searched for *.py)")
+    parser.add_argument("--gpu", help="GPU memory budget: a size (2GiB, 1536MiB, 8GB) or a "
+                                      "GPU name (t4, rtx-3090, a100-80gb; see memlint gpus)")
+    parser.add_argument("--batch-size", type=int, help="override the batch size found in code")
+    parser.add_argument("--input-shape", help="model input shape without the batch dimension, "
+                                              "e.g. 224,224,3")
+    parser.add_argument("--mode", choices=("train", "infer"), help="training or inference")
+    parser.add_argument("--optimizer", help="override the optimizer (sgd, adam, ...)")
+    parser.add_argument("--cuda-context", help="memory taken by the CUDA context (300MiB)")
+    parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
+    parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable")
+    parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument("--output-format", choices=("text", "json", "github"),
+                        help="output format (default: text; github under GitHub Actions)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memlint", description="Static GPU-memory linter for Keras model code.")
+    parser.add_argument("--version", action="version", version=f"memlint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser("check", help="lint model files and report diagnostics")
+    _analysis_options(check)
+    check.add_argument("--fail-on", choices=("info", "warning", "error"),
+                       help="lowest severity that makes the exit code 1 (default: warning)")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument("--statistics", action="store_true", help="count diagnostics per rule")
+
+    report = sub.add_parser("report", help="per-layer table and memory breakdown per model")
+    _analysis_options(report)
+
+    rules = sub.add_parser("rules", help="list the rules")
+    rules.add_argument("--output-format", choices=("text", "json"), default="text")
+    explain = sub.add_parser("explain", help="explain one rule, e.g. memlint explain MEM003")
+    explain.add_argument("code")
+    sub.add_parser("gpus", help="list the GPU names --gpu accepts")
+    return parser
+
+
+def _cli_settings(args) -> dict:
+    def codes(value):
+        return tuple(c.strip().upper() for c in value.split(",") if c.strip()) if value else None
+
+    return {
+        "gpu": args.gpu, "batch_size": args.batch_size, "input_shape": args.input_shape,
+        "mode": args.mode, "optimizer": args.optimizer, "cuda_context": args.cuda_context,
+        "reserve": args.reserve, "select": codes(args.select), "ignore": codes(args.ignore),
+        "fail_on": getattr(args, "fail_on", None),
+    }
+
+
+def collect_files(paths: list) -> tuple:
+    """(files to check, error messages for paths that do not exist)."""
+    files, errors = [], []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in SOURCE_SUFFIXES
+                            and not any(part.startswith(".") for part in p.parts))
+        elif path.exists():
+            files.append(path)
+        else:
+            errors.append(f"{raw}: no such file or directory")
+    return files, errors
+
+
+def _validate(settings) -> None:
+    """Fail early, with one line, on settings that cannot work."""
+    from memlint.analysis import budget_for
+
+    if settings.gpu is not None:
+        budget_for(settings)
+
+
+def run_analysis(args) -> tuple:
+    from memlint.analysis import AnalysisError, analyze_file
+    from memlint.config import ConfigError, settings_for
+
+    files, errors = collect_files(args.paths)
+    reports = []
+    cli = _cli_settings(args)
+    for path in files:
+        try:
+            settings = settings_for(path, cli)
+            _validate(settings)
+        except (ConfigError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            reports.append(analyze_file(str(path), settings))
+        except AnalysisError as exc:
+            errors.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others
+            if os.environ.get("MEMLINT_DEBUG"):
+                raise
+            errors.append(f"{path}: internal error: {type(exc).__name__}: {exc}"
+                          f"{_origin(exc)}")
+    return reports, errors
+
+
+def _output_format(args) -> str:
+    if args.output_format:
+        return args.output_format
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+def cmd_check(args) -> int:
+    from memlint.diagnostics import severity_rank
+    from memlint.reporters import FORMATS
+
+    reports, errors = run_analysis(args)
+    sys.stdout.write(FORMATS[_output_format(args)].render_check(reports, errors, args))
+    if errors:
+        for message in errors:
+            print(f"memlint: {message}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.exit_zero:
+        return EXIT_CLEAN
+    failing = any(severity_rank(d.severity) >= severity_rank(r.settings.fail_on)
+                  for r in reports for d in r.diagnostics)
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def cmd_report(args) -> int:
+    from memlint.reporters import FORMATS
+
+    reports, errors = run_analysis(args)
+    fmt = _output_format(args)
+    sys.stdout.write(FORMATS["text" if fmt == "github" else fmt].render_report(reports, errors,
+                                                                               args))
+    for message in errors:
+        print(f"memlint: {message}", file=sys.stderr)
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
+def cmd_rules(args) -> int:
+    import json
+
+    from memlint.catalog import load_catalog
+
+    catalog = load_catalog()
+    if args.output_format == "json":
+        print(json.dumps([{k: v for k, v in r.items() if k != "examples"}
+                          for r in catalog.values()], indent=2))
+        return EXIT_CLEAN
+    for code, rule in catalog.items():
+        print(f"{code}  {rule['name']:<28} {rule['severity']:<8} {rule['summary']}")
+    return EXIT_CLEAN
+
+
+def cmd_explain(args) -> int:
+    from memlint.catalog import load_catalog
+
+    rule = load_catalog().get(args.code.upper())
+    if rule is None:
+        raise UsageError(f"unknown rule {args.code!r} (see `memlint rules`)")
+    print(f"{rule['id']} {rule['name']} (default severity: {rule['severity']})\n")
+    print(rule["summary"].strip() + "\n")
+    print(rule["explanation"].strip() + "\n")
+    if rule.get("fix"):
+        print("How to fix:\n" + rule["fix"].strip() + "\n")
+    if rule.get("options"):
+        print("Options:")
+        for name, spec in rule["options"].items():
+            print(f"  {name} (default {spec.get('default')!r}): {spec.get('description', '')}")
+        print()
+    examples = rule.get("examples") or {}
+    for label, key in (("Example that triggers it", "bad"), ("Example that passes", "good")):
+        for example in (examples.get(key) or [])[:1]:
+            print(f"{label}:\n")
+            print("\n".join("    " + line for line in example["code"].splitlines()) + "\n")
+    return EXIT_CLEAN
+
+
+def cmd_gpus(args) -> int:
+    from memlint.budget import catalog
+
+    for key, entry in catalog().items():
+        print(f"{key:<14} {entry['memory']:>7}  {entry['name']}")
+    return EXIT_CLEAN
+
+
+COMMANDS = {"check": cmd_check, "report": cmd_report, "rules": cmd_rules,
+            "explain": cmd_explain, "gpus": cmd_gpus}
+
+
+def main(argv: list | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed its own one-line usage error
+        return EXIT_CLEAN if exc.code == 0 else EXIT_ERROR
+    if args.command is None:
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"memlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_CLEAN
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        where = _origin(exc)
+        print(f"memlint: internal error: {type(exc).__name__}: {exc}{where} "
+              "(please report it; MEMLINT_DEBUG=1 shows the traceback)", file=sys.stderr)
+        if os.environ.get("MEMLINT_DEBUG"):
+            raise
+        return EXIT_ERROR
+
+
+def _origin(exc: Exception) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return ""
+    return f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"

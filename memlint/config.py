@@ -1,0 +1,196 @@
+"""Settings: defaults, then ``.memlint.yaml`` or ``[tool.memlint]`` in ``pyproject.toml``
+(the nearest one found walking up from each checked file), then command-line flags.
+
+Keys (kebab-case in files): ``gpu``, ``batch-size``, ``input-shape``, ``mode``, ``optimizer``,
+``select``, ``ignore``, ``fail-on``, ``cuda-context``, ``reserve``, ``rules`` (per-rule
+options, e.g. ``rules.MEM002.activation-share``) and ``per-file-overrides`` (glob, relative to
+the config file's folder -> any of the keys above).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+MODES = ("train", "infer")
+FAIL_LEVELS = ("info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that changes how a file is analysed and judged."""
+
+    gpu: Optional[str] = None
+    batch_size: Optional[int] = None
+    input_shape: Optional[tuple] = None  # without the batch dimension
+    mode: Optional[str] = None
+    optimizer: Optional[str] = None
+    select: tuple = ()  # rule code prefixes; empty = all
+    ignore: tuple = ()
+    fail_on: str = "warning"
+    cuda_context: Optional[str] = None
+    reserve: Optional[str] = None
+    rules: dict = field(default_factory=dict)  # {"MEM002": {"activation-share": 0.3}}
+    source: str = "defaults"  # the config file these came from
+
+    def enabled(self, code: str) -> bool:
+        selected = not self.select or any(code.startswith(p) for p in self.select)
+        return selected and not any(code.startswith(p) for p in self.ignore)
+
+    def rule_options(self, code: str, defaults: dict) -> dict:
+        options = dict(defaults)
+        options.update(self.rules.get(code, {}))
+        return options
+
+
+_KEYS = {f.name.replace("_", "-"): f.name for f in fields(Settings) if f.name != "source"}
+
+
+def parse_shape(value: Any, where: str) -> tuple:
+    """``"16,16,1"``, ``"(16, 16, 1)"`` or a list -> a tuple of positive ints (no batch)."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.strip().strip("()[]").split(",") if p.strip()]
+        try:
+            value = [None if p.lower() == "none" else int(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"{where}: input shape must be comma-separated ints, "
+                              f"got {value!r}") from None
+    if not isinstance(value, (list, tuple)) or not value or not all(
+            v is None or (isinstance(v, int) and v > 0) for v in value):
+        raise ConfigError(f"{where}: input shape must be positive ints, e.g. 16,16,1")
+    return tuple(value)
+
+
+def _coerce(key: str, value: Any, where: str) -> Any:
+    if key == "batch_size":
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"{where}: batch-size must be a positive int, got {value!r}")
+    elif key == "input_shape":
+        value = parse_shape(value, where)
+    elif key == "mode":
+        value = {"inference": "infer", "training": "train"}.get(value, value)
+        if value not in MODES:
+            raise ConfigError(f"{where}: mode must be train or infer, got {value!r}")
+    elif key == "fail_on":
+        if value not in FAIL_LEVELS:
+            raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_LEVELS)}")
+    elif key in ("select", "ignore"):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: {key} must be a list of rule codes")
+        value = tuple(str(v).upper() for v in value)
+    elif key == "rules":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: rules must map rule codes to option tables")
+        value = {str(k).upper(): dict(v or {}) for k, v in value.items()}
+    elif key in ("gpu", "optimizer", "cuda_context", "reserve"):
+        value = str(value)
+    return value
+
+
+def settings_from_table(table: dict, where: str, base: Settings = Settings()) -> Settings:
+    """``base`` updated with a config table (kebab-case or snake_case keys)."""
+    changes = {}
+    for raw_key, value in table.items():
+        key = _KEYS.get(str(raw_key).replace("_", "-"))
+        if key is None:
+            if raw_key in ("per-file-overrides", "per_file_overrides"):
+                continue
+            raise ConfigError(f"{where}: unknown setting {raw_key!r} "
+                              f"(known: {', '.join(sorted(_KEYS))}, per-file-overrides)")
+        changes[key] = _coerce(key, value, f"{where}: {raw_key}")
+    if "rules" in changes:
+        merged = {code: dict(opts) for code, opts in base.rules.items()}
+        for code, opts in changes["rules"].items():
+            merged.setdefault(code, {}).update(opts)
+        changes["rules"] = merged
+    return replace(base, **changes)
+
+
+@dataclass
+class ConfigFile:
+    """One configuration file: its folder, main table and per-file overrides."""
+
+    path: Path
+    table: dict
+    overrides: dict
+
+
+def _read_config(directory: Path) -> Optional[ConfigFile]:
+    yaml_path = directory / ".memlint.yaml"
+    if yaml_path.is_file():
+        try:
+            data = yaml.safe_load(yaml_path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{yaml_path}: invalid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{yaml_path}: expected a mapping of settings")
+        return ConfigFile(yaml_path, data, _overrides(data, yaml_path))
+    toml_path = directory / "pyproject.toml"
+    if toml_path.is_file():
+        try:
+            data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{toml_path}: invalid TOML: {exc}") from None
+        table = data.get("tool", {}).get("memlint")
+        if isinstance(table, dict):
+            return ConfigFile(toml_path, table, _overrides(table, toml_path))
+    return None
+
+
+def _overrides(table: dict, path: Path) -> dict:
+    value = table.get("per-file-overrides", table.get("per_file_overrides", {}))
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: per-file-overrides must map globs to settings")
+    return value
+
+
+_CACHE: dict = {}
+
+
+def find_config(start: Path) -> Optional[ConfigFile]:
+    """The nearest config file in ``start`` or its parents (stops at a ``.git`` folder)."""
+    directory = start if start.is_dir() else start.parent
+    directory = directory.resolve()
+    for candidate in (directory, *directory.parents):
+        if candidate not in _CACHE:
+            _CACHE[candidate] = _read_config(candidate)
+        if _CACHE[candidate] is not None:
+            return _CACHE[candidate]
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
+def settings_for(path: Path, cli: dict) -> Settings:
+    """Settings for one checked file: config file, its per-file overrides, then CLI flags."""
+    settings = Settings()
+    config = find_config(path)
+    if config is not None:
+        settings = settings_from_table(config.table, str(config.path), settings)
+        settings = replace(settings, source=str(config.path))
+        try:
+            relative = path.resolve().relative_to(config.path.parent).as_posix()
+        except ValueError:
+            relative = path.as_posix()
+        for pattern, table in config.overrides.items():
+            if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
+                settings = settings_from_table(table or {}, f"{config.path} [{pattern}]",
+                                               settings)
+    flags = {k: v for k, v in cli.items() if v is not None and v != ()}
+    return settings_from_table(flags, "command line", settings) if flags else settings

@@ -1,0 +1,1 @@
+"""Data files shipped with memlint (GPU catalog)."""

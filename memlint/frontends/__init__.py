@@ -1,0 +1,1 @@
+"""Frontends turn model sources into :class:`~memlint.ir.ModelGraph` objects."""

@@ -1,0 +1,316 @@
+"""What calls and attribute look-ups on library objects evaluate to.
+
+Keras layers, models, optimizers, precision and image-format settings, NumPy array
+constructors and a few builtins are modelled here; any other call evaluates to an
+:class:`Unknown` value that says what was not evaluated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import memlint.layers as registry
+from memlint.frontends.keras import models
+from memlint.frontends.keras.names import canonical, layer_class
+from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
+                                            OpaqueLayer, Optimizer, Policy, Ref,
+                                            SequentialModel, Tensor, Unknown, is_unknown)
+from memlint.ir import OptimizerSpec
+
+BUILTINS = frozenset({
+    "range", "len", "int", "float", "str", "bool", "min", "max", "sum", "abs", "round",
+    "list", "tuple", "dict", "print", "zip", "enumerate", "sorted", "reversed", "isinstance",
+})
+
+# Keras 2 functional merge helpers: keras.layers.add([a, b]) -> Add()([a, b])
+_MERGE_FUNCTIONS = {
+    "add": "Add", "subtract": "Subtract", "multiply": "Multiply", "average": "Average",
+    "maximum": "Maximum", "minimum": "Minimum", "concatenate": "Concatenate", "dot": "Dot",
+}
+# Keras 1 merge(mode=...) -> Keras 3 layer
+_KERAS1_MERGE_MODES = {"sum": "Add", "mul": "Multiply", "concat": "Concatenate",
+                       "ave": "Average", "max": "Maximum"}
+
+_MATH = {"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt,
+         "math.log2": math.log2, "math.prod": lambda *a: math.prod(a)}
+_NUMPY_SIZE_FUNCS = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full"}
+_NUMPY_DIMS_FUNCS = {"numpy.random.rand", "numpy.random.randn"}
+_NUMPY_SIZE_KW_FUNCS = {"numpy.random.random", "numpy.random.random_sample",
+                        "numpy.random.uniform", "numpy.random.normal", "numpy.random.randint",
+                        "numpy.random.standard_normal", "numpy.random.sample"}
+
+
+# ---------------------------------------------------------------------- attributes
+
+def get_attribute(interp, base: Any, attr: str, node) -> Any:
+    """``base.attr`` for an abstract value."""
+    if isinstance(base, Ref):
+        return Ref(canonical(f"{base.name}.{attr}"))
+    if isinstance(base, (Tensor, Array)):
+        if attr == "shape":
+            if isinstance(base, Tensor) and base.shape is None:
+                return Unknown(base.reason or "tensor shape not known statically")
+            return tuple(base.shape)
+        if attr == "ndim":
+            return len(base.shape) if base.shape is not None else Unknown("unknown rank")
+    if isinstance(base, LayerRef):
+        if attr == "output" and base.calls:
+            return models.output_tensors(base, len(base.calls) - 1)
+        if attr == "trainable":
+            return base.instance.trainable
+        if attr == "name":
+            return base.name
+    if isinstance(base, FunctionalModel):
+        if attr in ("input", "inputs"):
+            return base.inputs if attr == "inputs" or len(base.inputs) != 1 else base.inputs[0]
+        if attr in ("output", "outputs"):
+            return base.outputs if attr == "outputs" or len(base.outputs) != 1 else base.outputs[0]
+    if isinstance(base, (SequentialModel, FunctionalModel, LayerRef, list, dict, Array, Tensor)):
+        return BoundMethod(base, attr)
+    if isinstance(base, str) and attr in ("format", "lower", "upper", "join", "replace"):
+        return BoundMethod(base, attr)
+    return Unknown(f"attribute '{attr}' of a value not known statically")
+
+
+def set_attribute(obj: Any, attr: str, value: Any) -> None:
+    """``obj.attr = value`` where it matters to the model (``layer.trainable = False``)."""
+    if isinstance(obj, LayerRef) and attr == "trainable" and isinstance(value, bool):
+        obj.instance.trainable = value
+
+
+def subscript(base: Any, key: Any) -> Any:
+    """``base[key]`` on plain containers and known shapes."""
+    if is_unknown(key):
+        return Unknown("index not known statically")
+    if isinstance(base, (list, tuple, str, dict)):
+        try:
+            return base[key]
+        except (IndexError, KeyError, TypeError):
+            return Unknown("index out of range or missing key in the analysed code")
+    if isinstance(base, Array) and isinstance(key, slice):
+        return Array(tuple(base.shape[:1] and _sliced_rows(base.shape, key)))
+    return Unknown("subscript of a value not known statically")
+
+
+def _sliced_rows(shape: tuple, key: slice) -> tuple:
+    rows = len(range(*key.indices(shape[0])))
+    return (rows,) + tuple(shape[1:])
+
+
+# ---------------------------------------------------------------------- calls
+
+def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
+    """The value of ``func(*args, **kwargs)``."""
+    if isinstance(func, Ref):
+        return call_ref(interp, func.name, args, kwargs, node)
+    if isinstance(func, BoundMethod):
+        return call_method(interp, func.obj, func.method, args, kwargs, node)
+    if isinstance(func, (LayerRef, OpaqueLayer)):
+        return models.call_layer(interp, func, args, kwargs, node)
+    if isinstance(func, (SequentialModel, FunctionalModel)):
+        interp.state.note_unresolved(interp.location(node), "model called as a layer",
+                                     "nested models are not analysed yet")
+        return Tensor(None, reason="output of a nested model")
+    if is_unknown(func):
+        return Unknown(f"call of a value not known statically ({func.reason})")
+    return Unknown("call of a value that is not callable statically")
+
+
+def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
+    state = interp.state
+    cls = layer_class(name)
+    if cls is not None:
+        return models.create_layer(interp, cls, args, kwargs, node)
+    short = name.rsplit(".", 1)[-1]
+    if name == "keras.Input":
+        return models.create_input(interp, args, kwargs, node)
+    if name == "keras.Sequential":
+        return models.create_sequential(interp, args, kwargs, node)
+    if name == "keras.Model":
+        return models.create_functional(interp, args, kwargs, node)
+    if name.startswith("keras.layers.") and short in _MERGE_FUNCTIONS:
+        layer = models.create_layer(interp, _MERGE_FUNCTIONS[short], [], _without(kwargs, "inputs"), node)
+        inputs = args[0] if args else kwargs.get("inputs")
+        return models.call_layer(interp, layer, [inputs], {}, node)
+    if name == "keras.layers.merge":
+        return _keras1_merge(interp, args, kwargs, node)
+    if name.startswith("keras.optimizers.") and short[:1].isupper():
+        return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
+    if name == "keras.mixed_precision.set_global_policy":
+        policy = _policy_name(args[0] if args else kwargs.get("policy"))
+        if policy is not None:
+            state.dtype_policy = policy
+            state.dtype_source = f"set_global_policy at line {interp.location(node).line}"
+        return None
+    if name == "keras.mixed_precision.Policy":
+        return Policy(args[0]) if args and isinstance(args[0], str) else Unknown("policy name")
+    if name == "keras.backend.set_floatx":
+        if args and isinstance(args[0], str):
+            state.dtype_policy = args[0]
+            state.dtype_source = f"set_floatx at line {interp.location(node).line}"
+        return None
+    if name in ("keras.backend.set_image_data_format", "keras.backend.set_image_dim_ordering"):
+        value = args[0] if args else None
+        value = {"th": "channels_first", "tf": "channels_last"}.get(value, value)
+        if value in ("channels_first", "channels_last"):
+            state.context.data_format = value
+        return None
+    if name == "keras.backend.image_data_format":
+        return state.context.data_format
+    if name == "keras.backend.image_dim_ordering":
+        return "th" if state.context.data_format == "channels_first" else "tf"
+    if name == "keras.utils.to_categorical":
+        return _to_categorical(args, kwargs)
+    if name.startswith("numpy."):
+        return _numpy(name, args, kwargs)
+    if name.startswith("builtins."):
+        return _builtin(short, args, kwargs)
+    if name in _MATH and args and all(isinstance(a, (int, float)) for a in args):
+        return _MATH[name](*args)
+    return Unknown(f"call to {name} is not evaluated")
+
+
+def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -> Any:
+    if isinstance(obj, (SequentialModel, FunctionalModel)):
+        return models.model_method(interp, obj, method, args, kwargs, node)
+    if isinstance(obj, list):
+        if method == "append" and len(args) == 1:
+            obj.append(args[0])
+            return None
+        if method == "extend" and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            obj.extend(args[0])
+            return None
+        if method == "pop" and obj:
+            return obj.pop(args[0] if args and isinstance(args[0], int) else -1)
+        if method in ("index", "count") and len(args) == 1:
+            try:
+                return getattr(obj, method)(args[0])
+            except ValueError:
+                return Unknown("value not in list")
+    if isinstance(obj, dict):
+        if method == "items":
+            return list(obj.items())
+        if method == "keys":
+            return list(obj)
+        if method == "values":
+            return list(obj.values())
+        if method == "get" and args:
+            return obj.get(args[0], args[1] if len(args) > 1 else None)
+        if method == "update" and len(args) == 1 and isinstance(args[0], dict):
+            obj.update(args[0])
+            return None
+    if isinstance(obj, str) and all(not is_unknown(a) for a in args):
+        try:
+            return getattr(obj, method)(*args, **kwargs)
+        except Exception:
+            return Unknown(f"str.{method} failed on these arguments")
+    if isinstance(obj, (Array, Tensor)) and method == "reshape":
+        return Unknown("reshape of data is not evaluated")
+    return Unknown(f"method {method}() is not evaluated")
+
+
+# ---------------------------------------------------------------------- helpers
+
+def optimizer_spec(name: str, args: list, kwargs: dict, source: str) -> OptimizerSpec:
+    """An OptimizerSpec from an optimizer class name and its constructor arguments."""
+    options = {}
+    for key in ("momentum", "amsgrad", "centered", "use_ema", "nesterov",
+                "gradient_accumulation_steps"):
+        value = kwargs.get(key)
+        if value is not None and not is_unknown(value):
+            options[key] = value
+    lowered = name.lower()
+    if lowered == "sgd" and len(args) >= 2 and isinstance(args[1], (int, float)):
+        options.setdefault("momentum", args[1])  # SGD(lr, momentum) positional
+    return OptimizerSpec(name=lowered, options=options, source=source)
+
+
+def _policy_name(value: Any):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Policy):
+        return value.name
+    return None
+
+
+def _without(kwargs: dict, key: str) -> dict:
+    return {k: v for k, v in kwargs.items() if k != key}
+
+
+def _keras1_merge(interp, args, kwargs, node):
+    mode = kwargs.get("mode", "sum")
+    layer_type = _KERAS1_MERGE_MODES.get(mode) if isinstance(mode, str) else None
+    if layer_type is None:
+        interp.state.note_unresolved(interp.location(node), "merge()",
+                                     f"merge mode {mode!r} is not modelled")
+        return Tensor(None, reason="output of an unmodelled merge")
+    layer_kwargs = {}
+    if layer_type == "Concatenate" and "concat_axis" in kwargs:
+        layer_kwargs["axis"] = kwargs["concat_axis"]
+    if "name" in kwargs:
+        layer_kwargs["name"] = kwargs["name"]
+    layer = models.create_layer(interp, layer_type, [], layer_kwargs, node)
+    return models.call_layer(interp, layer, [args[0] if args else kwargs.get("inputs")], {}, node)
+
+
+def _to_categorical(args, kwargs):
+    y = args[0] if args else kwargs.get("y")
+    classes = args[1] if len(args) > 1 else kwargs.get("num_classes", kwargs.get("nb_classes"))
+    if isinstance(y, Array) and isinstance(classes, int):
+        rows = y.shape[0]
+        return Array((rows, classes))
+    return Unknown("to_categorical of data not known statically")
+
+
+def _as_dims(value) -> tuple | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _numpy(name: str, args: list, kwargs: dict):
+    dims = None
+    if name in _NUMPY_DIMS_FUNCS:
+        dims = _as_dims(tuple(args)) if args else ()
+    elif name in _NUMPY_SIZE_FUNCS:
+        dims = _as_dims(args[0] if args else kwargs.get("shape"))
+    elif name in _NUMPY_SIZE_KW_FUNCS:
+        size = kwargs.get("size")
+        if size is None:
+            positional = {"numpy.random.random": 0, "numpy.random.random_sample": 0,
+                          "numpy.random.sample": 0, "numpy.random.standard_normal": 0,
+                          "numpy.random.uniform": 2, "numpy.random.normal": 2,
+                          "numpy.random.randint": 2}[name]
+            size = args[positional] if len(args) > positional else None
+        dims = _as_dims(size) if size is not None else None
+    if dims is None:
+        return Unknown(f"{name} is not evaluated")
+    return Array(dims)
+
+
+def _builtin(name: str, args: list, kwargs: dict):
+    if any(is_unknown(a) for a in args) or any(is_unknown(v) for v in kwargs.values()):
+        return Unknown(f"{name}() of a value not known statically")
+    try:
+        if name == "range":
+            return range(*args)
+        if name == "print":
+            return None
+        if name == "len":
+            return len(args[0])
+        if name in ("zip", "enumerate", "reversed", "sorted"):
+            return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
+                         "sorted": sorted}[name](*args, **kwargs))
+        if name in ("min", "max", "sum", "abs", "round", "int", "float", "str", "bool",
+                    "list", "tuple", "dict"):
+            fn = {"min": min, "max": max, "sum": sum, "abs": abs, "round": round, "int": int,
+                  "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
+                  "dict": dict}[name]
+            return fn(*args, **kwargs)
+    except Exception:
+        return Unknown(f"{name}() failed on these arguments")
+    return Unknown(f"{name}() is not evaluated")
+

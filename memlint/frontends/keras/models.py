@@ -1,0 +1,407 @@
+"""Layers, Inputs, Sequential and functional models: creating them, calling them, and
+turning them into :class:`~memlint.ir.ModelGraph` objects in Keras's layer order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import memlint.layers as registry
+from memlint.frontends.keras.names import to_snake_case
+from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, OpaqueLayer,
+                                            SequentialModel, Tensor, Unknown, is_unknown)
+from memlint.ir import LayerNode, Location, ModelGraph
+from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
+
+_INPUT_KIND = registry.lookup("InputLayer")
+_RECURRENT = {"SimpleRNN", "LSTM", "GRU"}
+
+
+@dataclass
+class CallRecord:
+    """One call of a layer: input shapes, output shape(s), and who produced the inputs."""
+
+    input_shapes: Any
+    output_shape: Any
+    parents: list = field(default_factory=list)  # (LayerRef | OpaqueLayer, call, output)
+
+
+# ---------------------------------------------------------------------- creation
+
+def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
+    """A layer object from a constructor call; :class:`OpaqueLayer` when it cannot be modelled."""
+    state = interp.state
+    loc = interp.location(node)
+    kind = registry.lookup(type_name)
+    given = kwargs.get("name")
+    stem = to_snake_case(kind.class_name if kind else type_name)
+    name = given if isinstance(given, str) else state.unique_name(stem)
+    hint = _input_hint(type_name, kwargs)
+    if kind is None:
+        reason = f"layer type {type_name} is not modelled by memlint"
+        state.note_unresolved(loc, f"{type_name} '{name}'", reason + "; its output is unknown")
+        return OpaqueLayer(type_name, name, loc, reason, hint)
+    try:
+        instance = registry.instantiate(type_name, Args(list(args), dict(kwargs), state.context),
+                                        location=loc)
+    except UnresolvedArgument as exc:
+        state.note_unresolved(loc, f"{kind.class_name} '{name}'", str(exc))
+        return OpaqueLayer(kind.class_name, name, loc, str(exc), hint)
+    except LayerError as exc:
+        state.note_error(loc, f"{kind.class_name} '{name}': {exc}")
+        return OpaqueLayer(kind.class_name, name, loc, str(exc), hint)
+    return LayerRef(instance, kind.class_name, name, loc, hint)
+
+
+def _input_hint(type_name: str, kwargs: dict) -> Optional[tuple]:
+    """The input shape a layer declares for the model it starts (batch first)."""
+    batch_shape = kwargs.get("batch_input_shape", kwargs.get("batch_shape"))
+    if _is_shape(batch_shape):
+        return tuple(batch_shape)
+    shape = kwargs.get("input_shape")
+    batch = kwargs.get("batch_size")
+    batch = batch if isinstance(batch, int) else None
+    if _is_shape(shape):
+        return (batch,) + tuple(shape)
+    dim = kwargs.get("input_dim")
+    length = kwargs.get("input_length")
+    if isinstance(dim, int) and type_name != "Embedding":
+        if type_name in _RECURRENT or isinstance(length, int):
+            return (batch, length if isinstance(length, int) else None, dim)
+        return (batch, dim)
+    if type_name == "Embedding" and isinstance(length, int):
+        return (batch, length)
+    return None
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and all(
+        v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in value)
+
+
+def create_input(interp, args: list, kwargs: dict, node) -> Any:
+    """``keras.Input(shape=..., batch_size=..., batch_shape=..., name=...)``: a symbolic tensor."""
+    state = interp.state
+    loc = interp.location(node)
+    shape = args[0] if args else kwargs.get("shape")
+    batch_shape = kwargs.get("batch_shape")
+    batch = kwargs.get("batch_size")
+    if _is_shape(batch_shape):
+        full = tuple(batch_shape)
+    elif _is_shape(shape):
+        full = (batch if isinstance(batch, int) else None,) + tuple(shape)
+    else:
+        full = None
+    given = kwargs.get("name")
+    name = given if isinstance(given, str) else state.unique_name("input_layer")
+    ref = LayerRef(LayerInstance(_INPUT_KIND, {}), "InputLayer", name, loc)
+    ref.weights = []
+    if full is None:
+        state.note_unresolved(loc, f"Input '{name}'", "its shape is not known statically; "
+                              "pass --input-shape")
+        ref.calls.append(CallRecord([], None))
+        return Tensor(None, (ref, 0, 0), reason="model input shape unknown")
+    ref.calls.append(CallRecord([], full))
+    return Tensor(full, (ref, 0, 0))
+
+
+def create_sequential(interp, args: list, kwargs: dict, node) -> SequentialModel:
+    state = interp.state
+    layers = args[0] if args else kwargs.get("layers")
+    given = kwargs.get("name")
+    if given is None and len(args) > 1 and isinstance(args[1], str):
+        given = args[1]  # Keras 2: Sequential(layers, name)
+    name = given if isinstance(given, str) else state.unique_name("sequential")
+    model = SequentialModel(name, interp.location(node))
+    if isinstance(layers, (list, tuple)):
+        for layer in layers:
+            _sequential_add(interp, model, layer, node)
+    elif layers is not None:
+        state.note_unresolved(interp.location(node), f"Sequential '{name}'",
+                              "its layer list is not known statically")
+    state.models.append(model)
+    return model
+
+
+def create_functional(interp, args: list, kwargs: dict, node) -> Any:
+    state = interp.state
+    inputs = args[0] if args else kwargs.get("inputs", kwargs.get("input"))
+    outputs = args[1] if len(args) > 1 else kwargs.get("outputs", kwargs.get("output"))
+    given = kwargs.get("name")
+    in_list, out_list = _tensor_list(inputs), _tensor_list(outputs)
+    loc = interp.location(node)
+    if in_list is None or out_list is None:
+        state.note_unresolved(loc, "Model(...)", "its inputs or outputs are not known "
+                              "statically (subclassed models arrive in a later version)")
+        return Unknown("model whose inputs or outputs are unknown")
+    name = given if isinstance(given, str) else state.unique_name("functional")
+    model = FunctionalModel(name, loc, in_list, out_list)
+    state.models.append(model)
+    return model
+
+
+def _tensor_list(value: Any) -> Optional[list]:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
+        return list(value)
+    return None
+
+
+# ---------------------------------------------------------------------- calling layers
+
+def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
+    """``layer(inputs)`` in the functional API."""
+    if not args and "inputs" in kwargs:
+        args = [kwargs["inputs"]]
+    multi = isinstance(layer, LayerRef) and layer.instance.kind.multi_input
+    if multi and len(args) > 1:
+        inputs = list(args)  # MultiHeadAttention(query, value, key)
+    elif multi:
+        inputs = list(args[0]) if args and isinstance(args[0], (list, tuple)) else args[:1]
+        for key in ("value", "key"):
+            if key in kwargs:
+                inputs.append(kwargs[key])
+    else:
+        inputs = args[0] if args else None
+        if isinstance(inputs, (list, tuple)) and len(inputs) == 1:
+            inputs = inputs[0]
+    return apply(interp.state, layer, inputs, interp.location(node))
+
+
+def apply(state, layer, inputs: Any, loc: Location) -> Any:
+    """Run ``layer`` on ``inputs`` (a Tensor or a list of them), recording the call."""
+    tensors = inputs if isinstance(inputs, list) else [inputs]
+    parents = [t.producer for t in tensors if isinstance(t, Tensor) and t.producer]
+    unknown = next((t for t in tensors if not isinstance(t, Tensor) or t.shape is None), None)
+    if unknown is not None or isinstance(layer, OpaqueLayer):
+        reason = _unknown_reason(layer, unknown)
+        layer.calls.append(CallRecord(None, None, parents))
+        return Tensor(None, (layer, len(layer.calls) - 1, 0), reason=reason)
+    shapes = [t.shape for t in tensors] if isinstance(inputs, list) else tensors[0].shape
+    try:
+        out, weights = registry.call(layer.instance, shapes)
+    except LayerError as exc:
+        state.note_error(loc, f"{layer.type} '{layer.name}' on input {format_shape(shapes)}: "
+                              f"{exc}")
+        layer.error = str(exc)
+        layer.calls.append(CallRecord(shapes, None, parents))
+        return Tensor(None, (layer, len(layer.calls) - 1, 0),
+                      reason=f"{layer.type} '{layer.name}' cannot be built")
+    if layer.weights is None:
+        layer.weights = weights
+    layer.calls.append(CallRecord(shapes, out, parents))
+    return output_tensors(layer, len(layer.calls) - 1)
+
+
+def _unknown_reason(layer, tensor) -> str:
+    if isinstance(layer, OpaqueLayer):
+        return f"output of {layer.type} '{layer.name}' ({layer.reason})"
+    if isinstance(tensor, Tensor):
+        return tensor.reason or "input shape unknown"
+    if is_unknown(tensor):
+        return tensor.reason
+    return f"{layer.type} '{layer.name}' was called on something that is not a tensor"
+
+
+def output_tensors(layer, call_index: int) -> Any:
+    """The tensor(s) a recorded call produced."""
+    out = layer.calls[call_index].output_shape
+    if isinstance(out, list):
+        return [Tensor(shape, (layer, call_index, i)) for i, shape in enumerate(out)]
+    return Tensor(out, (layer, call_index, 0))
+
+
+# ---------------------------------------------------------------------- model methods
+
+_USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict",
+                  "predict_on_batch", "predict_generator", "evaluate", "test_on_batch"}
+
+
+def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> Any:
+    loc = interp.location(node)
+    if method == "add" and isinstance(model, SequentialModel):
+        _sequential_add(interp, model, args[0] if args else kwargs.get("layer"), node)
+        return None
+    if method == "pop" and isinstance(model, SequentialModel):
+        return model.layers.pop() if model.layers else None
+    if method == "build":
+        shape = args[0] if args else kwargs.get("input_shape")
+        if isinstance(model, SequentialModel) and _is_shape(shape):
+            model.input_shape = tuple(shape)
+            model.input_source = f"build() at line {loc.line}"
+        return None
+    if method in _USAGE_METHODS:
+        model.usage.setdefault(method, []).append((args, kwargs, loc))
+        return Unknown(f"result of {method}()")
+    if method == "summary":
+        return None
+    return Unknown(f"model method {method}() is not evaluated")
+
+
+def _sequential_add(interp, model: SequentialModel, layer: Any, node) -> None:
+    loc = interp.location(node)
+    if isinstance(layer, Tensor) and layer.producer and layer.producer[0].type == "InputLayer":
+        model.input_shape = layer.shape
+        model.input_source = f"Input at line {layer.producer[0].location.line}"
+        return
+    if isinstance(layer, LayerRef) and layer.type == "InputLayer":
+        hint = layer.input_hint
+        if hint is not None:
+            model.input_shape = hint
+            model.input_source = f"InputLayer at line {layer.location.line}"
+        return
+    if isinstance(layer, (LayerRef, OpaqueLayer)):
+        model.layers.append(layer)
+        return
+    interp.state.note_unresolved(loc, f"Sequential '{model.name}' layer",
+                                 "a layer that is not known statically was added; "
+                                 "later shapes are unknown")
+    model.layers.append(OpaqueLayer("?", "?", loc, "layer not known statically"))
+
+
+# ---------------------------------------------------------------------- to ModelGraph
+
+def to_graph(state, model, input_override: Optional[tuple] = None) -> ModelGraph:
+    """The :class:`ModelGraph` of a Sequential or functional model."""
+    if isinstance(model, SequentialModel):
+        return _sequential_graph(state, model, input_override)
+    return _functional_graph(state, model)
+
+
+def sequential_input(model: SequentialModel, input_override: Optional[tuple]) -> tuple:
+    """(input shape, where it came from) for a Sequential model; shape None if unknown."""
+    if input_override is not None:
+        return input_override, "--input-shape"
+    if model.input_shape is not None:
+        return model.input_shape, model.input_source
+    if model.layers and model.layers[0].input_hint is not None:
+        first = model.layers[0]
+        return first.input_hint, f"input_shape of the first layer (line {first.location.line})"
+    for method in ("train_on_batch", "fit", "predict", "predict_on_batch", "evaluate"):
+        for args, kwargs, loc in model.usage.get(method, []):
+            data = args[0] if args else kwargs.get("x")
+            if isinstance(data, Array) and len(data.shape) >= 2:
+                return (None,) + tuple(data.shape[1:]), f"data passed to {method}() at line " \
+                                                         f"{loc.line}"
+    return None, ""
+
+
+def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGraph:
+    shape, source = sequential_input(model, input_override)
+    graph = ModelGraph(name=model.name, location=model.location, kind="Sequential",
+                       variable=model.variable)
+    if shape is None:
+        state.note_unresolved(model.location, f"Sequential '{model.name}' input shape",
+                              "no input_shape, Input or build() found; pass --input-shape")
+        tensor: Any = Tensor(None, reason="model input shape unknown")
+    else:
+        graph.input_shapes = [tuple(shape)]
+        tensor = Tensor(tuple(shape), None)
+    calls = []
+    for layer in model.layers:
+        tensor = apply(state, layer, tensor, layer.location)
+        calls.append((layer, len(layer.calls) - 1))
+    graph.layers = [_node(layer, [index]) for layer, index in calls]
+    _fill_inbound(graph, calls)
+    return graph
+
+
+def _functional_graph(state, model: FunctionalModel) -> ModelGraph:
+    order = functional_order(model.inputs, model.outputs)
+    graph = ModelGraph(name=model.name, location=model.location, kind="Functional",
+                       variable=model.variable)
+    graph.input_shapes = [t.shape for t in model.inputs if t.shape is not None]
+    graph.layers = [_node(layer, sorted(indices)) for layer, indices in order]
+    pairs = [(layer, index) for layer, indices in order for index in sorted(indices)]
+    _fill_inbound(graph, pairs)
+    return graph
+
+
+def _node(layer, call_indices: list) -> LayerNode:
+    records = [layer.calls[i] for i in call_indices]
+    if isinstance(layer, OpaqueLayer):
+        return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                         input_shapes=[r.input_shapes for r in records],
+                         output_shapes=[None for _ in records], unresolved=layer.reason)
+    unresolved = None
+    if any(r.output_shape is None for r in records):
+        unresolved = layer.error or "input shape unknown"
+    return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                     config=dict(layer.instance.config), weights=list(layer.weights or []),
+                     input_shapes=[r.input_shapes for r in records],
+                     output_shapes=[r.output_shape for r in records if r.output_shape is not None]
+                     if unresolved is None else [], unresolved=unresolved)
+
+
+def _fill_inbound(graph: ModelGraph, pairs: list) -> None:
+    by_layer = {id(layer): node for (layer, _), node in zip(_unique(pairs), graph.layers)}
+    for layer, index in pairs:
+        node = by_layer[id(layer)]
+        record = layer.calls[index]
+        node.inbound.append([(p[0].name, p[1], p[2]) for p in record.parents])
+
+
+def _unique(pairs: list) -> list:
+    seen, out = set(), []
+    for layer, index in pairs:
+        if id(layer) not in seen:
+            seen.add(id(layer))
+            out.append((layer, index))
+    return out
+
+
+def functional_order(inputs: list, outputs: list) -> list:
+    """Layers of a functional model in Keras's order, each with the calls inside the model.
+
+    Follows Keras's graph mapping: nodes are visited depth-first from the outputs, layers
+    are grouped by depth (inputs deepest) and ordered within a depth by first visit.
+    """
+    input_ids = {t.producer for t in inputs if t.producer}
+    finished: set = set()
+    decreasing: list = []
+    op_index: dict = {}
+
+    def visit(producer) -> None:
+        layer, call_index, _ = producer
+        node = (id(layer), call_index)
+        if node in finished:
+            return
+        op_index.setdefault(id(layer), (len(op_index), layer))
+        record = layer.calls[call_index]
+        if layer.type != "InputLayer" and producer not in input_ids:
+            for parent in record.parents:
+                visit(parent)
+        finished.add(node)
+        decreasing.append((layer, call_index))
+
+    for tensor in outputs:
+        if tensor.producer:
+            visit(tensor.producer)
+
+    node_depth: dict = {}
+    op_depth: dict = {}
+    for layer, call_index in reversed(decreasing):
+        node = (id(layer), call_index)
+        depth = max(node_depth.setdefault(node, 0), op_depth.get(id(layer), 0))
+        op_depth[id(layer)] = depth
+        node_depth[node] = depth
+        if layer.type == "InputLayer":
+            continue
+        for parent in layer.calls[call_index].parents:
+            key = (id(parent[0]), parent[1])
+            node_depth[key] = max(depth + 1, node_depth.get(key, 0))
+    for tensor in inputs:
+        layer = tensor.producer[0] if tensor.producer else None
+        if layer is not None and id(layer) not in op_depth:
+            op_depth[id(layer)] = 0
+            op_index[id(layer)] = (-1, layer)
+            decreasing.append((layer, 0))
+
+    calls_by_layer: dict = {}
+    for layer, call_index in decreasing:
+        calls_by_layer.setdefault(id(layer), set()).add(call_index)
+    layers = sorted(op_index.values(), key=lambda item: (-op_depth[id(item[1])], item[0]))
+    return [(layer, calls_by_layer[id(layer)]) for _, layer in layers]

@@ -1,0 +1,77 @@
+"""The training setup of a model from how the code uses it (compile, fit, predict, ...)."""
+
+from __future__ import annotations
+
+from memlint.frontends.keras.calls import optimizer_spec
+from memlint.frontends.keras.values import Array, Optimizer
+from memlint.ir import OptimizerSpec, TrainingSetup
+
+KERAS_DEFAULT_BATCH = 32  # fit(), predict() and evaluate() without batch_size
+ASSUMED_OPTIMIZER = "adam"  # when no compile() is found
+
+
+def training_setup(model, state) -> TrainingSetup:
+    """Mode, batch size, optimizer and dtype policy, each with where it came from."""
+    usage = model.usage
+    setup = TrainingSetup(dtype_policy=state.dtype_policy, dtype_source=state.dtype_source)
+    setup.optimizer = _optimizer(usage)
+
+    for method in ("train_on_batch", "fit", "fit_generator"):
+        for args, kwargs, loc in usage.get(method, []):
+            setup.mode, setup.mode_source, setup.location = "train", f"{method}() at line " \
+                                                                     f"{loc.line}", loc
+            _batch_from_call(setup, method, args, kwargs, loc)
+            return setup
+    for method in ("predict", "predict_on_batch", "predict_generator"):
+        for args, kwargs, loc in usage.get(method, []):
+            setup.mode, setup.mode_source, setup.location = "infer", f"{method}() at line " \
+                                                                     f"{loc.line}", loc
+            _batch_from_call(setup, method, args, kwargs, loc)
+            return setup
+    setup.mode, setup.mode_source = "train", "assumed (no fit/predict call found)"
+    setup.batch_size = KERAS_DEFAULT_BATCH
+    setup.batch_source = f"assumed ({KERAS_DEFAULT_BATCH}, Keras's default; no fit/predict " \
+                         "call found)"
+    return setup
+
+
+def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc) -> None:
+    data = args[0] if args else kwargs.get("x")
+    rows = data.shape[0] if isinstance(data, Array) and data.shape else None
+    if method.endswith("_on_batch"):
+        if isinstance(rows, int):
+            setup.batch_size, setup.batch_source = rows, f"{method}() input at line {loc.line}"
+            return
+    batch = kwargs.get("batch_size")
+    if batch is None and method == "fit" and len(args) > 2:
+        batch = args[2]  # fit(x, y, batch_size)
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+        setup.batch_size, setup.batch_source = batch, f"{method}(batch_size={batch}) at line " \
+                                                      f"{loc.line}"
+        return
+    if method.endswith("_generator"):
+        setup.batch_size = KERAS_DEFAULT_BATCH
+        setup.batch_source = f"unknown (batches come from a generator at line {loc.line}); " \
+                             f"assumed {KERAS_DEFAULT_BATCH}"
+        return
+    setup.batch_size = KERAS_DEFAULT_BATCH
+    setup.batch_source = f"Keras's default for {method}() ({KERAS_DEFAULT_BATCH}) at line " \
+                         f"{loc.line}"
+    if isinstance(rows, int) and rows < KERAS_DEFAULT_BATCH:
+        setup.batch_size = rows
+        setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}"
+
+
+def _optimizer(usage: dict) -> OptimizerSpec:
+    for args, kwargs, loc in usage.get("compile", []):
+        value = args[0] if args else kwargs.get("optimizer", "rmsprop")
+        where = f"compile() at line {loc.line}"
+        if isinstance(value, str):
+            return optimizer_spec(value, [], {}, where)
+        if isinstance(value, Optimizer):
+            spec = value.spec
+            return OptimizerSpec(spec.name, dict(spec.options), where)
+        return OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}): the "
+                                                   f"optimizer in {where} is not known statically")
+    return OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}; no compile() "
+                                                 "found)")

@@ -1,0 +1,74 @@
+"""What the Keras frontend learns about one file while interpreting it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from memlint.diagnostics import Diagnostic
+from memlint.ir import Location, Unresolved
+from memlint.layers.base import Context
+
+# Codes of the diagnostics the analysis itself produces (documented in rules/MEM9xx.yaml).
+UNRESOLVED = ("MEM900", "unresolved-value", "info")
+INVALID_LAYER = ("MEM901", "invalid-layer", "error")
+SYNTAX_ERROR = ("MEM902", "syntax-error", "error")
+ANALYSIS_LIMIT = ("MEM903", "analysis-limit", "info")
+
+
+@dataclass
+class FileState:
+    """Accumulates models, settings and notes for one analysed file."""
+
+    path: str
+    context: Context = field(default_factory=Context)
+    dtype_policy: str = "float32"
+    dtype_source: str = "default"
+    models: list = field(default_factory=list)  # SequentialModel | FunctionalModel, in order
+    diagnostics: list = field(default_factory=list)
+    unresolved: list = field(default_factory=list)  # list[Unresolved], for the models' reports
+    definitions: list = field(default_factory=list)  # (kind, name, Location) of defs skipped
+    star_imports: list = field(default_factory=list)
+    _name_counts: dict = field(default_factory=dict)
+    _seen_notes: set = field(default_factory=set)
+
+    def unique_name(self, stem: str) -> str:
+        """Keras's automatic naming: ``dense``, ``dense_1``, ``dense_2`` ... per file."""
+        count = self._name_counts.get(stem, 0)
+        self._name_counts[stem] = count + 1
+        return stem if count == 0 else f"{stem}_{count}"
+
+    def bind_variable(self, name: str, value: Any) -> None:
+        """Remember the first variable a model is assigned to (for reports and oracles)."""
+        if value in self.models and getattr(value, "variable", None) is None:
+            value.variable = name
+
+    def _diagnostic(self, spec: tuple, location: Location, message: str) -> None:
+        code, name, severity = spec
+        key = (code, location.line, location.column, message)
+        if key in self._seen_notes:
+            return  # the same note from a loop body is reported once
+        self._seen_notes.add(key)
+        self.diagnostics.append(Diagnostic(
+            code=code, name=name, severity=severity, message=message, path=self.path,
+            line=location.line, column=location.column,
+            end_line=location.end_line, end_column=location.end_column))
+
+    def note_unresolved(self, location: Location, what: str, reason: str) -> None:
+        """Something could not be determined; the analysis goes on without it."""
+        self.unresolved.append(Unresolved(what, reason, location))
+        self._diagnostic(UNRESOLVED, location, f"{what}: {reason}")
+
+    def note_error(self, location: Location, message: str) -> None:
+        """Keras would reject this at build time."""
+        self._diagnostic(INVALID_LAYER, location, message)
+
+    def note_budget(self, location: Location, message: str) -> None:
+        """The analysis hit one of its bounds."""
+        self._diagnostic(ANALYSIS_LIMIT, location, message)
+
+    def syntax_error(self, location: Location, message: str) -> None:
+        self._diagnostic(SYNTAX_ERROR, location, message)
+
+    def optional_location(self, value: Any) -> Optional[Location]:
+        return getattr(value, "location", None)

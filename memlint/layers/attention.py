@@ -1,0 +1,129 @@
+"""Attention layers: MultiHeadAttention."""
+
+from __future__ import annotations
+
+from memlint.ir import Weight
+from memlint.layers.base import Args, LayerError, LayerKind, format_shape, register
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise LayerError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _known_last(shape: tuple, what: str) -> int:
+    if not shape or shape[-1] is None:
+        raise LayerError(f"the last dimension of the {what} must be defined, got {shape}")
+    return shape[-1]
+
+
+@register
+class MultiHeadAttention(LayerKind):
+    """``MultiHeadAttention(num_heads, key_dim, value_dim=None, use_bias=True,
+    output_shape=None, attention_axes=None)``, called on ``[query, value]`` or
+    ``[query, value, key]`` (key defaults to value).
+
+    Four projections (EinsumDense in Keras), ``H`` heads:
+
+    * query ``(q, H, key_dim)`` and key ``(k, H, key_dim)``, biases ``(H, key_dim)``;
+    * value ``(v, H, value_dim)``, bias ``(H, value_dim)``;
+    * output ``(H, value_dim, *out)``, bias ``out``, where ``out`` is ``output_shape`` or
+      the query's last dimension;
+
+    plus, with ``use_gate=True``, a gate ``(q, H, value_dim)`` with bias ``(H, value_dim)``.
+    The output is the query shape with its last dimension replaced by ``out``.
+    """
+
+    name = "MultiHeadAttention"
+    family = "attention"
+    multi_input = True
+
+    def configure(self, args: Args) -> dict:
+        num_heads = _positive_int("num_heads", args.get("num_heads", pos=0))
+        key_dim = _positive_int("key_dim", args.get("key_dim", pos=1))
+        value_dim = args.get("value_dim", None, pos=2)
+        if value_dim is not None:
+            _positive_int("value_dim", value_dim)
+        output_shape = args.get("output_shape", None, pos=5)
+        if not output_shape:
+            output_shape = None
+        elif isinstance(output_shape, int):
+            output_shape = (output_shape,)
+        elif isinstance(output_shape, (list, tuple)):
+            output_shape = tuple(output_shape)
+        else:
+            raise LayerError(f"output_shape must be an int, tuple or list, got {output_shape!r}")
+        axes = args.get("attention_axes", None, pos=6)
+        if isinstance(axes, int):
+            axes = (axes,)
+        elif axes and not isinstance(axes, (list, tuple)):
+            raise LayerError(f"attention_axes must be an int, list or tuple, got {axes!r}")
+        return {
+            "num_heads": num_heads,
+            "key_dim": key_dim,
+            "value_dim": value_dim or key_dim,
+            "use_bias": bool(args.get("use_bias", True, pos=4)),
+            "output_shape": output_shape,
+            "attention_axes": None if axes is None else tuple(axes),
+            "use_gate": bool(args.get("use_gate", False)),
+        }
+
+    @staticmethod
+    def _inputs(input_shape) -> tuple:
+        """``(query, value, key)`` shapes; key is the value when not given."""
+        shapes = [tuple(s) for s in input_shape]
+        if len(shapes) not in (2, 3):
+            raise LayerError(
+                f"MultiHeadAttention is called on query, value and optionally key; "
+                f"got {len(shapes)} inputs"
+            )
+        query, value = shapes[0], shapes[1]
+        key = shapes[2] if len(shapes) == 3 else value
+        if value[1:-1] != key[1:-1]:
+            raise LayerError(
+                "all dimensions of value and key but the last must be equal, got "
+                f"value {format_shape(value)} and key {format_shape(key)}"
+            )
+        return query, value, key
+
+    def output_shape(self, config, input_shape):
+        query, value, _ = self._inputs(input_shape)
+        self._check_attention_axes(config, value)
+        if config["output_shape"]:
+            return query[:-1] + config["output_shape"]
+        return query
+
+    @staticmethod
+    def _check_attention_axes(config, value: tuple) -> None:
+        """Keras indexes the projected value (one more dim than ``value``) with these axes."""
+        axes = config["attention_axes"]
+        if axes is None:
+            return
+        rank = len(value) + 1
+        for axis in axes:
+            position = axis if axis >= 0 else rank - 1 + axis
+            if not -rank <= position < rank:
+                raise LayerError(
+                    f"attention axis {axis} is out of range for value {format_shape(value)}"
+                )
+
+    def weights(self, config, input_shape):
+        query, value, key = self._inputs(input_shape)
+        heads, key_dim, value_dim = config["num_heads"], config["key_dim"], config["value_dim"]
+        q = _known_last(query, "query")
+        out_dims = config["output_shape"] or (q,)
+        projections = [
+            ("query", (q, heads, key_dim), (heads, key_dim)),
+            ("key", (_known_last(key, "key"), heads, key_dim), (heads, key_dim)),
+            ("value", (_known_last(value, "value"), heads, value_dim), (heads, value_dim)),
+            ("attention_output", (heads, value_dim) + tuple(out_dims), tuple(out_dims)),
+        ]
+        if config["use_gate"]:
+            projections.append(("gate", (q, heads, value_dim), (heads, value_dim)))
+        out = []
+        for name, kernel, bias in projections:
+            out.append(Weight(f"{name}/kernel", kernel))
+            if config["use_bias"]:
+                out.append(Weight(f"{name}/bias", bias))
+        return out

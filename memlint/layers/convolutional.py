@@ -1,0 +1,552 @@
+"""Convolution layers: Conv1D/2D/3D, their transposes, separable and depthwise convolutions.
+
+All of them share :class:`_Conv`, which reads the arguments, computes the output shape along
+every spatial axis and checks the channel axis; the subclasses say how many output channels
+there are and which variables ``build`` creates.
+
+Keras 1 spellings (``Convolution2D(nb_filter, nb_row, nb_col, border_mode=..., subsample=...)``)
+are read by the kinds registered under the old class names; see :class:`_Keras1Conv`.
+
+This module also holds two argument helpers the pooling and reshaping families share:
+:func:`image_format` and :func:`int_tuple`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from memlint.ir import Weight
+from memlint.layers.base import (
+    Args,
+    LayerError,
+    LayerKind,
+    UnresolvedArgument,
+    check_rank,
+    conv_output_length,
+    deconv_output_length,
+    format_shape,
+    register,
+    spatial_axes,
+)
+
+FORMATS = ("channels_last", "channels_first")
+KERAS1_FORMATS = {"th": "channels_first", "tf": "channels_last"}
+
+
+# ---------------------------------------------------------------- shared argument helpers
+
+def is_int(value) -> bool:
+    """Whether ``value`` is a plain int (bools are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def positive_int(value, name: str) -> int:
+    """``value`` if it is an int > 0, else :class:`LayerError`."""
+    if not is_int(value) or value <= 0:
+        raise LayerError(f"'{name}' must be a positive int, got {value!r}")
+    return value
+
+
+def int_tuple(value, n: int, name: str, *, minimum: int = 1) -> tuple:
+    """An int or a sequence of ``n`` ints, each >= ``minimum``, as a tuple of ``n`` ints.
+
+    Like Keras's ``standardize_tuple``: ``minimum=1`` for sizes and strides, ``0`` for
+    paddings and croppings.
+    """
+    if is_int(value):
+        values = (value,) * n
+    elif isinstance(value, (tuple, list)) and len(value) == n and all(is_int(v) for v in value):
+        values = tuple(value)
+    else:
+        raise LayerError(f"'{name}' must be an int or a tuple of {n} ints, got {value!r}")
+    if any(v < minimum for v in values):
+        raise LayerError(f"every value of '{name}' must be >= {minimum}, got {value!r}")
+    return values
+
+
+def image_format(args: Args, pos: Optional[int] = None) -> str:
+    """The layer's data format: ``data_format=`` (by keyword or at ``pos``) or Keras 1
+    ``dim_ordering=`` ('th', 'tf' or 'default'); the analysed code's default otherwise.
+
+    Unlike :func:`memlint.layers.base.data_format` it also reads the positional form and
+    ``'default'``, and is case-insensitive as Keras is.
+    """
+    value = args.get("data_format", None, pos=pos, aliases=("dim_ordering",))
+    if value is None or value == "default":
+        value = args.context.data_format
+    value = KERAS1_FORMATS.get(value, value)
+    if not isinstance(value, str) or value.lower() not in FORMATS:
+        raise LayerError(f"data_format must be 'channels_last' or 'channels_first', got {value!r}")
+    return value.lower()
+
+
+def input_channels(input_shape, data_format: str, layer: str) -> int:
+    """The channel dimension of ``input_shape``; Keras cannot build a kernel without it."""
+    channels = input_shape[1] if data_format == "channels_first" else input_shape[-1]
+    if channels is None:
+        raise LayerError(f"the channel dimension of the input to {layer} must be defined, "
+                         f"got {format_shape(input_shape)}")
+    return channels
+
+
+# ---------------------------------------------------------------- the shared N-d convolution
+
+class _Conv(LayerKind):
+    """What every N-d convolution shares: argument reading, spatial shapes, channel checks."""
+
+    family = "convolutional"
+    rank: ClassVar[int] = 2
+    paddings: ClassVar[tuple] = ("valid", "same")
+    # Keras 3 constructor arguments in positional order.
+    signature: ClassVar[tuple] = (
+        "filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups",
+    )
+    # Keras 3 forbids strides > 1 together with dilation_rate > 1 (not for separable and
+    # depthwise convolutions, which check nothing).
+    strides_or_dilation: ClassVar[bool] = True
+    min_length: ClassVar[int] = 1  # the smallest output length Keras accepts
+
+    # -- configure
+
+    def configure(self, args: Args) -> dict:
+        return self.check_config(self.read(args))
+
+    def read(self, args: Args) -> dict:
+        """Raw argument values under Keras 3 names, read by keyword or Keras 3 position."""
+        sig = self.signature
+
+        def get(name, default=None, aliases=()):
+            pos = sig.index(name) if name in sig else None
+            return args.get(name, default, pos=pos, aliases=aliases)
+
+        raw = {
+            "filters": get("filters", aliases=("nb_filter",)),
+            "kernel_size": get("kernel_size"),
+            "strides": get("strides", 1, aliases=("subsample", "subsample_length")),
+            "padding": get("padding", "valid", aliases=("border_mode",)),
+            "data_format": image_format(args, sig.index("data_format")),
+            "dilation_rate": get("dilation_rate", 1, aliases=("atrous_rate",)),
+            "groups": get("groups", 1),
+            "depth_multiplier": get("depth_multiplier", 1),
+            "output_padding": get("output_padding"),
+            "use_bias": get("use_bias", True, aliases=("bias",)),
+            "lora_rank": get("lora_rank"),
+        }
+        for name in ("filters", "kernel_size"):
+            if name in sig and raw[name] is None:
+                raise UnresolvedArgument(name, "required argument is missing")
+        if "groups" in sig and not args.has("groups") and not is_int(raw["groups"]):
+            raw["groups"] = 1  # a Keras 2 positional `activation`, where Keras 3 has `groups`
+        return raw
+
+    def check_config(self, raw: dict) -> dict:
+        """Validate raw values the way the Keras constructor does; return the config."""
+        n = self.rank
+        config = {
+            "filters": raw["filters"],
+            "kernel_size": int_tuple(raw["kernel_size"], n, "kernel_size"),
+            "strides": int_tuple(raw["strides"], n, "strides"),
+            "padding": self.check_padding(raw["padding"]),
+            "data_format": raw["data_format"],
+            "dilation_rate": int_tuple(raw["dilation_rate"], n, "dilation_rate"),
+            "groups": positive_int(raw["groups"], "groups"),
+            "depth_multiplier": positive_int(raw["depth_multiplier"], "depth_multiplier"),
+            "output_padding": None,
+            "use_bias": bool(raw["use_bias"]),
+            "lora_rank": None,
+            "output_size": raw.get("output_size"),
+        }
+        if "filters" in self.signature:
+            positive_int(config["filters"], "filters")
+            if config["filters"] % config["groups"]:
+                raise LayerError(f"filters ({config['filters']}) must be divisible by "
+                                 f"groups ({config['groups']})")
+        if (self.strides_or_dilation and max(config["strides"]) > 1
+                and max(config["dilation_rate"]) > 1):
+            raise LayerError("strides > 1 cannot be combined with dilation_rate > 1, got "
+                             f"strides={config['strides']}, "
+                             f"dilation_rate={config['dilation_rate']}")
+        return config
+
+    def check_padding(self, value) -> str:
+        if isinstance(value, str) and value.lower() == "full":
+            raise UnresolvedArgument("padding", "Keras 1 border_mode='full' is not modelled")
+        if not isinstance(value, str) or value.lower() not in self.paddings:
+            raise LayerError(f"padding must be one of {', '.join(self.paddings)}, got {value!r}")
+        return value.lower()
+
+    # -- shapes
+
+    def output_shape(self, config, input_shape):
+        check_rank(input_shape, self.rank + 2, self.name)
+        fmt = config["data_format"]
+        channels = input_channels(input_shape, fmt, self.name)
+        self.check_channels(config, channels)
+        axes, channel_axis = spatial_axes(self.rank, fmt)
+        out = list(input_shape)
+        for i, axis in enumerate(axes):
+            length = self.spatial_length(config, i, input_shape[axis])
+            if length is not None and length < self.min_length:
+                raise LayerError(
+                    f"{self.name} output would have a dimension of size {length}: input "
+                    f"{format_shape(input_shape)}, kernel_size={config['kernel_size']}, "
+                    f"strides={config['strides']}, padding='{config['padding']}', "
+                    f"dilation_rate={config['dilation_rate']}")
+            out[axis] = length
+        out[channel_axis] = self.out_channels(config, channels)
+        return tuple(out)
+
+    def spatial_length(self, config, i: int, length):
+        """Output length along spatial axis ``i``."""
+        return conv_output_length(length, config["kernel_size"][i], config["padding"],
+                                  config["strides"][i], config["dilation_rate"][i])
+
+    def check_channels(self, config, channels: int) -> None:
+        """Raise if the input channels do not fit the layer."""
+
+    def out_channels(self, config, channels: int) -> int:
+        return config["filters"]
+
+    def weights(self, config, input_shape):
+        channels = input_channels(input_shape, config["data_format"], self.name)
+        return self.variables(config, channels)
+
+    def variables(self, config, channels: int) -> list:
+        raise NotImplementedError
+
+
+class _PlainConv(_Conv):
+    """``ConvND(filters, kernel_size)``: one kernel, optionally grouped, plus a bias."""
+
+    def check_config(self, raw):
+        config = super().check_config(raw)
+        if raw["lora_rank"] is not None:
+            config["lora_rank"] = positive_int(raw["lora_rank"], "lora_rank")
+        return config
+
+    def check_channels(self, config, channels):
+        if channels % config["groups"]:
+            raise LayerError(f"the input channels ({channels}) of {self.name} must be divisible "
+                             f"by groups ({config['groups']})")
+
+    def variables(self, config, channels):
+        kernel = config["kernel_size"] + (channels // config["groups"], config["filters"])
+        rank = config["lora_rank"]
+        if rank:
+            # LoRA freezes the kernel and trains two low-rank factors of it instead.
+            out = [Weight("kernel", kernel, trainable=False),
+                   Weight("lora_kernel_a", kernel[:-1] + (rank,)),
+                   Weight("lora_kernel_b", (rank, config["filters"]))]
+        else:
+            out = [Weight("kernel", kernel)]
+        if config["use_bias"]:
+            out.append(Weight("bias", (config["filters"],)))
+        return out
+
+
+@register
+class Conv1D(_PlainConv):
+    """``Conv1D(filters, kernel_size)`` over (steps, channels); padding may be 'causal'."""
+
+    name = "Conv1D"
+    rank = 1
+    paddings = ("valid", "same", "causal")
+
+
+@register
+class Conv2D(_PlainConv):
+    """``Conv2D(filters, kernel_size)`` over (rows, cols, channels)."""
+
+    name = "Conv2D"
+    rank = 2
+
+
+@register
+class Conv3D(_PlainConv):
+    """``Conv3D(filters, kernel_size)`` over (depth, rows, cols, channels)."""
+
+    name = "Conv3D"
+    rank = 3
+
+
+class _ConvTranspose(_Conv):
+    """``ConvNDTranspose(filters, kernel_size)``: the gradient of a convolution, upsampling."""
+
+    signature = ("filters", "kernel_size", "strides", "padding", "output_padding", "data_format",
+                 "dilation_rate")
+    min_length = 0  # Keras builds zero-length outputs of transposed convolutions
+
+    def check_config(self, raw):
+        config = super().check_config(raw)
+        if raw["output_padding"] is not None:
+            padding = int_tuple(raw["output_padding"], self.rank, "output_padding", minimum=0)
+            if any(p >= s for p, s in zip(padding, config["strides"])):
+                raise LayerError(f"output_padding {padding} must be smaller than "
+                                 f"strides {config['strides']}")
+            config["output_padding"] = padding
+        return config
+
+    def spatial_length(self, config, i, length):
+        output_padding = config["output_padding"]
+        return deconv_output_length(
+            length, config["kernel_size"][i], config["padding"], config["strides"][i],
+            None if output_padding is None else output_padding[i], config["dilation_rate"][i])
+
+    def variables(self, config, channels):
+        out = [Weight("kernel", config["kernel_size"] + (config["filters"], channels))]
+        if config["use_bias"]:
+            out.append(Weight("bias", (config["filters"],)))
+        return out
+
+
+@register
+class Conv1DTranspose(_ConvTranspose):
+    """``Conv1DTranspose(filters, kernel_size)``."""
+
+    name = "Conv1DTranspose"
+    aliases = ("Convolution1DTranspose",)
+    rank = 1
+
+
+@register
+class Conv2DTranspose(_ConvTranspose):
+    """``Conv2DTranspose(filters, kernel_size)`` (Keras 2 also called it ``Deconv2D``)."""
+
+    name = "Conv2DTranspose"
+    aliases = ("Convolution2DTranspose", "Deconv2D")
+    rank = 2
+
+
+@register
+class Conv3DTranspose(_ConvTranspose):
+    """``Conv3DTranspose(filters, kernel_size)`` (Keras 2 also called it ``Deconv3D``)."""
+
+    name = "Conv3DTranspose"
+    aliases = ("Convolution3DTranspose", "Deconv3D", "Deconvolution3D")
+    rank = 3
+
+
+class _SeparableConv(_Conv):
+    """``SeparableConvND(filters, kernel_size)``: a depthwise kernel, then a 1x1 pointwise one."""
+
+    signature = ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate",
+                 "depth_multiplier")
+    strides_or_dilation = False
+
+    def variables(self, config, channels):
+        multiplier = config["depth_multiplier"]
+        out = [
+            Weight("depthwise_kernel", config["kernel_size"] + (channels, multiplier)),
+            Weight("pointwise_kernel",
+                   (1,) * self.rank + (channels * multiplier, config["filters"])),
+        ]
+        if config["use_bias"]:
+            out.append(Weight("bias", (config["filters"],)))
+        return out
+
+
+@register
+class SeparableConv1D(_SeparableConv):
+    """``SeparableConv1D(filters, kernel_size, depth_multiplier=1)``."""
+
+    name = "SeparableConv1D"
+    aliases = ("SeparableConvolution1D",)
+    rank = 1
+
+
+@register
+class SeparableConv2D(_SeparableConv):
+    """``SeparableConv2D(filters, kernel_size, depth_multiplier=1)``."""
+
+    name = "SeparableConv2D"
+    rank = 2
+
+
+class _DepthwiseConv(_Conv):
+    """``DepthwiseConvND(kernel_size, depth_multiplier=1)``: one kernel per input channel."""
+
+    signature = ("kernel_size", "strides", "padding", "depth_multiplier", "data_format",
+                 "dilation_rate")
+    strides_or_dilation = False
+
+    def out_channels(self, config, channels):
+        return channels * config["depth_multiplier"]
+
+    def variables(self, config, channels):
+        multiplier = config["depth_multiplier"]
+        out = [Weight("kernel", config["kernel_size"] + (channels, multiplier))]
+        if config["use_bias"]:
+            out.append(Weight("bias", (channels * multiplier,)))
+        return out
+
+
+@register
+class DepthwiseConv1D(_DepthwiseConv):
+    """``DepthwiseConv1D(kernel_size, depth_multiplier=1)``."""
+
+    name = "DepthwiseConv1D"
+    rank = 1
+
+
+@register
+class DepthwiseConv2D(_DepthwiseConv):
+    """``DepthwiseConv2D(kernel_size, depth_multiplier=1)``."""
+
+    name = "DepthwiseConv2D"
+    rank = 2
+
+
+# ---------------------------------------------------------------- Keras 1 spellings
+
+KERNEL_DIMS = {1: ("filter_length",), 2: ("nb_row", "nb_col"),
+               3: ("kernel_dim1", "kernel_dim2", "kernel_dim3")}
+KERAS1_KEYWORDS = frozenset({
+    "nb_filter", "nb_row", "nb_col", "border_mode", "subsample", "filter_length",
+    "subsample_length", "kernel_dim1", "kernel_dim2", "kernel_dim3",
+})
+
+
+class _Keras1Conv:
+    """Mixin for the old class names, whose arguments mean different things by version.
+
+    ``Convolution2D(64, 3, 3)`` is Keras 1 (nb_filter, nb_row, nb_col); ``Convolution2D(64,
+    (3, 3))`` is the Keras 2/3 alias of ``Conv2D``.  The Keras 1 reading applies when more than
+    two positional arguments are given or a Keras 1 keyword is present.  ``keras1_layout``
+    gives the Keras 1 positions of the arguments that change shapes.
+    """
+
+    aliases: ClassVar[tuple] = ()  # not those of the modern kind it extends
+    keras1_layout: ClassVar[dict] = {}
+    keras1_keywords: ClassVar[frozenset] = KERAS1_KEYWORDS
+
+    def read(self, args):
+        if len(args.positional) > 2 or self.keras1_keywords & set(args.keywords):
+            return self.read_keras1(args)
+        return super().read(args)
+
+    def read_keras1(self, args: Args) -> dict:
+        at = self.keras1_layout.get
+        second = args.positional[1] if len(args.positional) > 1 else None
+        if args.has("kernel_size") or isinstance(second, (tuple, list)):
+            # Keras 2's legacy interface: a Keras 2 kernel with Keras 1 keywords
+            kernel = args.get("kernel_size", pos=1)
+        else:
+            kernel = tuple(args.get(name, pos=pos)
+                           for name, pos in zip(KERNEL_DIMS[self.rank], at("kernel_size")))
+        strides = "subsample_length" if self.rank == 1 else "subsample"
+        if self.rank == 1:
+            data_format = "channels_last"  # Keras 1 1D layers are always (steps, channels)
+        else:
+            data_format = image_format(args, at("data_format"))
+        return {
+            "filters": args.get("nb_filter", pos=0, aliases=("filters",)),
+            "kernel_size": kernel,
+            "strides": args.get(strides, 1, pos=at("strides"), aliases=("strides",)),
+            "padding": args.get("border_mode", "valid", pos=at("padding"), aliases=("padding",)),
+            "data_format": data_format,
+            "dilation_rate": args.get("atrous_rate", 1, pos=at("dilation_rate"),
+                                      aliases=("dilation_rate",)),
+            "groups": 1,
+            "depth_multiplier": args.get("depth_multiplier", 1, pos=at("depth_multiplier")),
+            "output_padding": None,
+            "output_size": self.keras1_output_size(args, at("output_shape"), data_format),
+            "use_bias": args.get("bias", True, aliases=("use_bias",)),
+            "lora_rank": None,
+        }
+
+    def keras1_output_size(self, args, pos, data_format):
+        return None
+
+
+@register
+class Convolution1D(_Keras1Conv, Conv1D):
+    """``Convolution1D``: Keras 1 ``(nb_filter, filter_length, border_mode=, subsample_length=)``
+    or the Keras 2/3 alias of ``Conv1D``."""
+
+    name = "Convolution1D"
+    keras1_layout = {"kernel_size": (1,), "padding": 5, "strides": 6}
+
+
+@register
+class AtrousConvolution1D(_Keras1Conv, Conv1D):
+    """Keras 1 ``AtrousConvolution1D(nb_filter, filter_length, atrous_rate=)``: a dilated Conv1D."""
+
+    name = "AtrousConvolution1D"
+    keras1_layout = {"kernel_size": (1,), "padding": 5, "strides": 6, "dilation_rate": 7}
+
+
+@register
+class Convolution2D(_Keras1Conv, Conv2D):
+    """``Convolution2D``: Keras 1 ``(nb_filter, nb_row, nb_col, border_mode=, subsample=,
+    dim_ordering=)`` or the Keras 2/3 alias of ``Conv2D``."""
+
+    name = "Convolution2D"
+    keras1_layout = {"kernel_size": (1, 2), "padding": 6, "strides": 7, "data_format": 8}
+
+
+@register
+class AtrousConvolution2D(_Keras1Conv, Conv2D):
+    """Keras 1 ``AtrousConvolution2D(nb_filter, nb_row, nb_col, atrous_rate=)``: a dilated
+    Conv2D."""
+
+    name = "AtrousConvolution2D"
+    keras1_layout = {"kernel_size": (1, 2), "padding": 6, "strides": 7, "dilation_rate": 8,
+                     "data_format": 9}
+
+
+@register
+class Convolution3D(_Keras1Conv, Conv3D):
+    """``Convolution3D``: Keras 1 ``(nb_filter, kernel_dim1, kernel_dim2, kernel_dim3, ...)`` or
+    the Keras 2/3 alias of ``Conv3D``."""
+
+    name = "Convolution3D"
+    keras1_layout = {"kernel_size": (1, 2, 3), "padding": 7, "strides": 8, "data_format": 9}
+
+
+@register
+class SeparableConvolution2D(_Keras1Conv, SeparableConv2D):
+    """``SeparableConvolution2D``: Keras 1 ``(nb_filter, nb_row, nb_col, depth_multiplier=)`` or
+    the Keras 2/3 alias of ``SeparableConv2D``."""
+
+    name = "SeparableConvolution2D"
+    keras1_layout = {"kernel_size": (1, 2), "padding": 6, "strides": 7, "depth_multiplier": 8,
+                     "data_format": 9}
+
+
+@register
+class Deconvolution2D(_Keras1Conv, Conv2DTranspose):
+    """``Deconvolution2D``: Keras 1 ``(nb_filter, nb_row, nb_col, output_shape, ...)`` or the
+    Keras 2 alias of ``Conv2DTranspose``.
+
+    Keras 1 takes the output size from ``output_shape`` (batch included); it must be a size
+    whose convolution gives back the input size.
+    """
+
+    name = "Deconvolution2D"
+    keras1_layout = {"kernel_size": (1, 2), "output_shape": 3, "padding": 7, "strides": 8,
+                     "data_format": 9}
+    keras1_keywords = KERAS1_KEYWORDS | {"output_shape"}
+
+    def keras1_output_size(self, args, pos, data_format):
+        shape = args.get("output_shape", None, pos=pos)
+        if shape is None:
+            return None
+        if not isinstance(shape, (tuple, list)) or len(shape) not in (3, 4):
+            raise LayerError(f"output_shape must be a tuple of 4 entries (batch included), "
+                             f"got {shape!r}")
+        shape = tuple(shape)[-3:]  # without the batch dimension
+        size = shape[1:] if data_format == "channels_first" else shape[:-1]
+        if not all(d is None or (is_int(d) and d > 0) for d in size):
+            raise LayerError(f"output_shape must hold positive ints, got {shape!r}")
+        return size
+
+    def spatial_length(self, config, i, length):
+        size = config["output_size"]
+        if size is None or size[i] is None:
+            return super().spatial_length(config, i, length)
+        back = conv_output_length(size[i], config["kernel_size"][i], config["padding"],
+                                  config["strides"][i], config["dilation_rate"][i])
+        if length is not None and back != length:
+            raise LayerError(f"output_shape size {size[i]} does not match an input size of "
+                             f"{length} (a convolution of it gives {back})")
+        return size[i]

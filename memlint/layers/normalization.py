@@ -1,0 +1,116 @@
+"""Normalization layers: BatchNormalization and LayerNormalization.
+
+Both keep the input shape.  Their weights have the size of the normalised axis (or axes),
+which therefore must be known.
+"""
+
+from __future__ import annotations
+
+from memlint.ir import Weight
+from memlint.layers.base import Args, LayerError, LayerKind, register
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _axis_dim(input_shape, axis: int, layer: str):
+    """The size of ``input_shape`` along ``axis`` (Python indexing); it must be known."""
+    rank = len(input_shape)
+    if not -rank <= axis < rank:
+        raise LayerError(f"{layer}: axis {axis} is out of bounds for input shape {input_shape}")
+    dim = input_shape[axis]
+    if dim is None:
+        raise LayerError(
+            f"{layer}: the normalised axis {axis} of input {input_shape} must be defined"
+        )
+    return dim
+
+
+@register
+class BatchNormalization(LayerKind):
+    """``BatchNormalization(axis=-1, center=True, scale=True, renorm=False)``.
+
+    ``gamma`` (scale) and ``beta`` (center) are trainable; ``moving_mean`` and
+    ``moving_variance`` (plus three statistics with ``renorm=True``) are not.  Keras 1's
+    ``mode=`` changes no weights and is ignored.
+    """
+
+    name = "BatchNormalization"
+    family = "normalization"
+
+    def configure(self, args: Args) -> dict:
+        axis = args.get("axis", -1, pos=0)
+        if not _int(axis):
+            # Keras 3 does ``int(axis)``: a list of axes is a TypeError.
+            raise LayerError(f"BatchNormalization axis must be an int, got {axis!r}")
+        return {
+            "axis": axis,
+            "center": bool(args.get("center", True)),
+            "scale": bool(args.get("scale", True)),
+            "renorm": bool(args.get("renorm", False)),
+        }
+
+    def output_shape(self, config, input_shape):
+        _axis_dim(input_shape, config["axis"], self.name)
+        return input_shape
+
+    def weights(self, config, input_shape):
+        shape = (_axis_dim(input_shape, config["axis"], self.name),)
+        out = []
+        if config["scale"]:
+            out.append(Weight("gamma", shape))
+        if config["center"]:
+            out.append(Weight("beta", shape))
+        out.append(Weight("moving_mean", shape, trainable=False))
+        out.append(Weight("moving_variance", shape, trainable=False))
+        if config["renorm"]:
+            for name in ("moving_stddev", "renorm_mean", "renorm_stddev"):
+                out.append(Weight(name, shape, trainable=False))
+        return out
+
+
+@register
+class LayerNormalization(LayerKind):
+    """``LayerNormalization(axis=-1, center=True, scale=True)``; ``axis`` may be a list.
+
+    ``gamma`` and ``beta`` span every normalised axis.  The deprecated ``rms_scaling=True``
+    keeps ``gamma`` and drops ``beta``.
+    """
+
+    name = "LayerNormalization"
+    family = "normalization"
+
+    def configure(self, args: Args) -> dict:
+        axis = args.get("axis", -1, pos=0)
+        if isinstance(axis, (list, tuple)):
+            if not all(_int(a) for a in axis):
+                raise LayerError(f"LayerNormalization axis must be ints, got {axis!r}")
+            axes = sorted(axis)
+        elif _int(axis):
+            axes = [axis]
+        else:
+            raise LayerError(f"LayerNormalization axis must be an int or a list, got {axis!r}")
+        return {
+            "axis": axes,
+            "center": bool(args.get("center", True)),
+            "scale": bool(args.get("scale", True)),
+            "rms_scaling": bool(args.get("rms_scaling", False)),
+        }
+
+    def output_shape(self, config, input_shape):
+        self._param_shape(config, input_shape)
+        return input_shape
+
+    def _param_shape(self, config, input_shape) -> tuple:
+        return tuple(_axis_dim(input_shape, a, self.name) for a in config["axis"])
+
+    def weights(self, config, input_shape):
+        shape = self._param_shape(config, input_shape)
+        out = []
+        if config["scale"] or config["rms_scaling"]:
+            out.append(Weight("gamma", shape))
+        if config["center"] and not config["rms_scaling"]:
+            out.append(Weight("beta", shape))
+        return out
+

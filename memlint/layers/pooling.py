@@ -1,0 +1,195 @@
+"""Pooling layers: max and average pooling over windows, and global pooling.
+
+Window pooling shares :class:`_Pooling` (N-d windows, strides defaulting to the pool size);
+global pooling shares :class:`_GlobalPooling`.  Keras 3's short names (``MaxPool2D``,
+``GlobalAvgPool2D``, ...) are aliases.  None of these layers has weights.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from memlint.layers.base import (
+    Args,
+    LayerError,
+    LayerKind,
+    check_rank,
+    conv_output_length,
+    format_shape,
+    register,
+    spatial_axes,
+)
+from memlint.layers.convolutional import image_format, int_tuple
+
+# Keras 1 keywords of the 1D layers (``MaxPooling1D(pool_length=2, stride=None)``), whose
+# input was always (steps, channels).
+KERAS1_1D_KEYWORDS = frozenset({"pool_length", "stride", "border_mode"})
+
+
+class _Pooling(LayerKind):
+    """``MaxPoolingND`` / ``AveragePoolingND(pool_size, strides=None, padding='valid')``."""
+
+    family = "pooling"
+    rank: ClassVar[int] = 2
+    default_pool: ClassVar[Optional[int]] = 2
+
+    def configure(self, args: Args) -> dict:
+        # Keras 3's AveragePooling needs pool_size; Keras 1 and 2 defaulted it to 2, as
+        # MaxPooling still does, so code written for them keeps its meaning.
+        pool = args.get("pool_size", self.default_pool, pos=0, aliases=("pool_length",))
+        pool = int_tuple(pool, self.rank, "pool_size")
+        strides = args.get("strides", None, pos=1, aliases=("stride", "subsample"))
+        strides = pool if strides is None else int_tuple(strides, self.rank, "strides")
+        padding = args.get("padding", "valid", pos=2, aliases=("border_mode",))
+        if not isinstance(padding, str) or padding.lower() not in ("valid", "same"):
+            raise LayerError(f"padding must be 'valid' or 'same', got {padding!r}")
+        if self.rank == 1 and KERAS1_1D_KEYWORDS & set(args.keywords):
+            fmt = "channels_last"
+        else:
+            fmt = image_format(args, pos=3)
+        return {"pool_size": pool, "strides": strides, "padding": padding.lower(),
+                "data_format": fmt}
+
+    def output_shape(self, config, input_shape):
+        check_rank(input_shape, self.rank + 2, self.name)
+        axes, _ = spatial_axes(self.rank, config["data_format"])
+        out = list(input_shape)
+        for i, axis in enumerate(axes):
+            length = conv_output_length(input_shape[axis], config["pool_size"][i],
+                                        config["padding"], config["strides"][i])
+            if length is not None and length <= 0:
+                raise LayerError(
+                    f"{self.name} output would have a dimension of size {length}: input "
+                    f"{format_shape(input_shape)}, pool_size={config['pool_size']}, "
+                    f"strides={config['strides']}, padding='{config['padding']}'")
+            out[axis] = length
+        return tuple(out)
+
+
+@register
+class MaxPooling1D(_Pooling):
+    """``MaxPooling1D(pool_size=2)`` over (steps, channels)."""
+
+    name = "MaxPooling1D"
+    aliases = ("MaxPool1D",)
+    rank = 1
+
+
+@register
+class MaxPooling2D(_Pooling):
+    """``MaxPooling2D(pool_size=(2, 2))`` over (rows, cols, channels)."""
+
+    name = "MaxPooling2D"
+    aliases = ("MaxPool2D",)
+    rank = 2
+
+
+@register
+class MaxPooling3D(_Pooling):
+    """``MaxPooling3D(pool_size=(2, 2, 2))`` over (depth, rows, cols, channels)."""
+
+    name = "MaxPooling3D"
+    aliases = ("MaxPool3D",)
+    rank = 3
+
+
+@register
+class AveragePooling1D(_Pooling):
+    """``AveragePooling1D(pool_size)`` over (steps, channels)."""
+
+    name = "AveragePooling1D"
+    aliases = ("AvgPool1D",)
+    rank = 1
+
+
+@register
+class AveragePooling2D(_Pooling):
+    """``AveragePooling2D(pool_size)`` over (rows, cols, channels)."""
+
+    name = "AveragePooling2D"
+    aliases = ("AvgPool2D",)
+    rank = 2
+
+
+@register
+class AveragePooling3D(_Pooling):
+    """``AveragePooling3D(pool_size)`` over (depth, rows, cols, channels)."""
+
+    name = "AveragePooling3D"
+    aliases = ("AvgPool3D",)
+    rank = 3
+
+
+class _GlobalPooling(LayerKind):
+    """``GlobalMaxPoolingND`` / ``GlobalAveragePoolingND(data_format=None, keepdims=False)``:
+    reduces every spatial axis, keeping the batch and channel axes."""
+
+    family = "pooling"
+    rank: ClassVar[int] = 2
+
+    def configure(self, args: Args) -> dict:
+        return {"data_format": image_format(args, pos=0),
+                "keepdims": bool(args.get("keepdims", False, pos=1))}
+
+    def output_shape(self, config, input_shape):
+        check_rank(input_shape, self.rank + 2, self.name)
+        batch = input_shape[0]
+        if config["data_format"] == "channels_first":
+            channels = input_shape[1]
+            return (batch, channels) + (1,) * self.rank if config["keepdims"] else (batch, channels)
+        channels = input_shape[-1]
+        return (batch,) + (1,) * self.rank + (channels,) if config["keepdims"] else (batch, channels)
+
+
+@register
+class GlobalMaxPooling1D(_GlobalPooling):
+    """``GlobalMaxPooling1D()``: the maximum over steps."""
+
+    name = "GlobalMaxPooling1D"
+    aliases = ("GlobalMaxPool1D",)
+    rank = 1
+
+
+@register
+class GlobalMaxPooling2D(_GlobalPooling):
+    """``GlobalMaxPooling2D()``: the maximum over rows and cols."""
+
+    name = "GlobalMaxPooling2D"
+    aliases = ("GlobalMaxPool2D",)
+    rank = 2
+
+
+@register
+class GlobalMaxPooling3D(_GlobalPooling):
+    """``GlobalMaxPooling3D()``: the maximum over depth, rows and cols."""
+
+    name = "GlobalMaxPooling3D"
+    aliases = ("GlobalMaxPool3D",)
+    rank = 3
+
+
+@register
+class GlobalAveragePooling1D(_GlobalPooling):
+    """``GlobalAveragePooling1D()``: the mean over steps."""
+
+    name = "GlobalAveragePooling1D"
+    aliases = ("GlobalAvgPool1D",)
+    rank = 1
+
+
+@register
+class GlobalAveragePooling2D(_GlobalPooling):
+    """``GlobalAveragePooling2D()``: the mean over rows and cols."""
+
+    name = "GlobalAveragePooling2D"
+    aliases = ("GlobalAvgPool2D",)
+    rank = 2
+
+
+@register
+class GlobalAveragePooling3D(_GlobalPooling):
+    """``GlobalAveragePooling3D()``: the mean over depth, rows and cols."""
+
+    name = "GlobalAveragePooling3D"
+    aliases = ("GlobalAvgPool3D",)
+    rank = 3

@@ -1,0 +1,119 @@
+"""Regularization layers: Dropout and the spatial dropouts.
+
+None of them has weights or changes the shape.  Keras validates the rate when the layer is
+created, and the spatial variants require inputs of a fixed rank.
+"""
+
+from __future__ import annotations
+
+from memlint.layers.base import (
+    Args,
+    LayerError,
+    LayerKind,
+    UnresolvedArgument,
+    check_rank,
+    data_format,
+    register,
+)
+
+
+def _rate(args: Args):
+    """``rate`` (Keras 1: ``p``), checked to lie in [0, 1] when known; None when unknown."""
+    if not args.has("rate", pos=0, aliases=("p",)):
+        raise LayerError("a dropout layer needs a 'rate' argument")
+    try:
+        rate = args.get("rate", pos=0, aliases=("p",))
+    except UnresolvedArgument:
+        return None  # given but not known statically; it changes no shape
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        raise LayerError(f"rate must be a float between 0 and 1, got {rate!r}")
+    if not 0 <= rate <= 1:
+        raise LayerError(f"rate must be a float between 0 and 1, got {rate!r}")
+    return rate
+
+
+def _noise_shape(args: Args):
+    """``noise_shape``: None, or a sequence of positive ints / None, as Keras checks it."""
+    try:
+        value = args.get("noise_shape", None)
+    except UnresolvedArgument:
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise LayerError(f"noise_shape must be a tuple or list of ints, got {value!r}")
+    for dim in value:
+        if dim is None:
+            continue
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise LayerError(f"noise_shape must hold positive ints or None, got {value!r}")
+    return tuple(value)
+
+
+@register
+class Dropout(LayerKind):
+    """``Dropout(rate, noise_shape=None, seed=None)``; Keras 1 spelled the rate ``p``."""
+
+    name = "Dropout"
+    family = "regularization"
+
+    def configure(self, args: Args) -> dict:
+        return {"rate": _rate(args), "noise_shape": _noise_shape(args)}
+
+
+class _SpatialDropout(LayerKind):
+    """Drops whole feature maps; the input must have ``rank`` dims (batch included).
+
+    Unlike most layers, Keras 3 builds these from ``(rate, [data_format,] seed, name, dtype)``
+    only: generic keywords such as ``trainable`` raise a TypeError.
+    """
+
+    family = "regularization"
+    rank = 0
+    has_data_format = True
+    _REJECTED = ("trainable", "noise_shape", "activity_regularizer", "autocast")
+
+    def configure(self, args: Args) -> dict:
+        for key in self._REJECTED:
+            if key in args.keywords:
+                raise LayerError(f"{self.name} does not accept the argument '{key}'")
+        config = {"rate": _rate(args)}
+        if self.has_data_format:
+            config["data_format"] = self._data_format(args)
+        return config
+
+    @staticmethod
+    def _data_format(args: Args) -> str:
+        # Keras 1 ``dim_ordering="default"`` meant the global setting.
+        if not args.has("data_format") and args.get("dim_ordering", None) == "default":
+            return args.context.data_format
+        return data_format(args)
+
+    def output_shape(self, config, input_shape):
+        check_rank(input_shape, self.rank, self.name)
+        return input_shape
+
+
+@register
+class SpatialDropout1D(_SpatialDropout):
+    """``SpatialDropout1D(rate)`` on ``(batch, steps, channels)``."""
+
+    name = "SpatialDropout1D"
+    rank = 3
+    has_data_format = False
+
+
+@register
+class SpatialDropout2D(_SpatialDropout):
+    """``SpatialDropout2D(rate, data_format=None)`` on 4D image batches."""
+
+    name = "SpatialDropout2D"
+    rank = 4
+
+
+@register
+class SpatialDropout3D(_SpatialDropout):
+    """``SpatialDropout3D(rate, data_format=None)`` on 5D volume batches."""
+
+    name = "SpatialDropout3D"
+    rank = 5

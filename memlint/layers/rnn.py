@@ -1,0 +1,194 @@
+"""Recurrent layers: SimpleRNN, LSTM, GRU, and the Bidirectional wrapper.
+
+A recurrent layer reads ``(batch, steps, features)`` and returns the last output
+``(batch, units)``, or every output ``(batch, steps, units)`` with ``return_sequences``.
+With ``return_state`` it returns a list: the output, then one ``(batch, units)`` shape per
+state (two for LSTM: hidden and cell state).
+
+Weights follow Keras 3: a ``kernel`` ``(features, gates * units)``, a ``recurrent_kernel``
+``(units, gates * units)`` and a ``bias`` ``(gates * units,)``, where LSTM has four gates,
+GRU three (with ``reset_after=True``, the Keras 3 default, GRU keeps separate input and
+recurrent biases: ``(2, 3 * units)``) and SimpleRNN one.
+"""
+
+from __future__ import annotations
+
+from memlint.ir import Weight
+from memlint.layers.base import (
+    REGISTRY,
+    Args,
+    LayerError,
+    LayerInstance,
+    LayerKind,
+    check_rank,
+    register,
+)
+
+_FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
+
+
+class Recurrent(LayerKind):
+    """What SimpleRNN, LSTM and GRU share; subclasses set ``gates`` and ``states``."""
+
+    family = "rnn"
+    gates = 1  # blocks of ``units`` columns in the kernels
+    states = 1  # state tensors returned with ``return_state``
+
+    def configure(self, args: Args) -> dict:
+        units = args.get("units", pos=0, aliases=("output_dim",))  # Keras 1: output_dim
+        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+            raise LayerError(f"units must be a positive int, got {units!r}")
+        config = {"units": units, "use_bias": bool(args.get("use_bias", True))}
+        for flag in _FLAGS:
+            config[flag] = bool(args.get(flag, False))
+        return config
+
+    def output_shape(self, config, input_shape):
+        check_rank(input_shape, 3, self.name)
+        batch, steps = input_shape[0], input_shape[1]
+        if config["stateful"] and batch is None:
+            raise LayerError(f"a stateful {self.name} needs a fixed batch size, got {input_shape}")
+        units = config["units"]
+        output = (batch, steps, units) if config["return_sequences"] else (batch, units)
+        if not config["return_state"]:
+            return output
+        return [output] + [(batch, units)] * self.states
+
+    def weights(self, config, input_shape):
+        features = input_shape[-1]
+        if features is None:
+            raise LayerError(
+                f"the last dimension of the input to {self.name} must be defined, got None"
+            )
+        units = config["units"]
+        columns = self.gates * units
+        out = [
+            Weight("kernel", (features, columns)),
+            Weight("recurrent_kernel", (units, columns)),
+        ]
+        if config["use_bias"]:
+            out.append(Weight("bias", self.bias_shape(config)))
+        return out
+
+    def bias_shape(self, config) -> tuple:
+        return (self.gates * config["units"],)
+
+
+def _check_use_cudnn(args: Args) -> None:
+    value = args.get("use_cudnn", "auto")
+    if value not in ("auto", True, False):
+        raise LayerError(f"use_cudnn must be 'auto', True or False, got {value!r}")
+
+
+@register
+class SimpleRNN(Recurrent):
+    """``SimpleRNN(units)``: a fully connected recurrence, one state."""
+
+    name = "SimpleRNN"
+
+
+@register
+class LSTM(Recurrent):
+    """``LSTM(units)``: four gates, hidden and cell states."""
+
+    name = "LSTM"
+    gates = 4
+    states = 2
+
+    def configure(self, args: Args) -> dict:
+        _check_use_cudnn(args)
+        return super().configure(args)
+
+
+@register
+class GRU(Recurrent):
+    """``GRU(units, reset_after=True)``: three gates, one state."""
+
+    name = "GRU"
+    gates = 3
+
+    def configure(self, args: Args) -> dict:
+        _check_use_cudnn(args)
+        config = super().configure(args)
+        config["reset_after"] = bool(args.get("reset_after", True))
+        return config
+
+    def bias_shape(self, config) -> tuple:
+        if config["reset_after"]:
+            return (2, 3 * config["units"])
+        return (3 * config["units"],)
+
+
+# ---------------------------------------------------------------- Bidirectional
+
+_MERGE_MODES = ("concat", "sum", "mul", "ave", None)
+
+
+def _wrapped(value, what: str) -> dict:
+    """A recurrent layer instance as a plain description: class name, config, trainable."""
+    if not isinstance(value, LayerInstance) or not isinstance(value.kind, Recurrent):
+        got = value.kind.name if isinstance(value, LayerInstance) else repr(value)
+        raise LayerError(f"Bidirectional {what} must be a recurrent layer, got {got}")
+    return {"class_name": value.kind.name, "config": dict(value.config),
+            "trainable": value.trainable}
+
+
+@register
+class Bidirectional(LayerKind):
+    """``Bidirectional(layer, merge_mode="concat", backward_layer=None)``.
+
+    Runs a copy of ``layer`` forwards and a second one backwards (a copy with
+    ``go_backwards=True`` unless ``backward_layer`` is given) and merges their outputs:
+    ``concat`` doubles the last axis, ``sum``/``mul``/``ave`` keep it, ``None`` returns both.
+    Keras derives the output shape from the forward layer alone.
+    """
+
+    name = "Bidirectional"
+    family = "rnn"
+
+    def configure(self, args: Args) -> dict:
+        forward = _wrapped(args.get("layer", pos=0), "layer")
+        merge_mode = args.get("merge_mode", "concat", pos=1)
+        if merge_mode not in _MERGE_MODES:
+            raise LayerError(
+                f"merge_mode must be one of 'concat', 'sum', 'mul', 'ave' or None, "
+                f"got {merge_mode!r}"
+            )
+        backward_layer = args.get("backward_layer", None, pos=3)
+        if backward_layer is None:
+            backward = {**forward, "config": {**forward["config"], "go_backwards": True}}
+        else:
+            backward = _wrapped(backward_layer, "backward_layer")
+        fwd, bwd = forward["config"], backward["config"]
+        if fwd["go_backwards"] == bwd["go_backwards"]:
+            raise LayerError("the forward and backward layers need different go_backwards values")
+        for flag in ("stateful", "return_sequences", "return_state"):
+            if fwd[flag] != bwd[flag]:
+                raise LayerError(f"the forward and backward layers differ in {flag}")
+        return {"layer": forward, "backward_layer": backward, "merge_mode": merge_mode}
+
+    def output_shape(self, config, input_shape):
+        forward, backward = config["layer"], config["backward_layer"]
+        REGISTRY[backward["class_name"]].output_shape(backward["config"], input_shape)
+        out = REGISTRY[forward["class_name"]].output_shape(forward["config"], input_shape)
+        states = []
+        if forward["config"]["return_state"]:
+            out, states = out[0], out[1:]
+        mode = config["merge_mode"]
+        if mode is None:
+            outputs = [out, out]
+        elif mode == "concat":
+            outputs = [out[:-1] + (2 * out[-1],)]
+        else:
+            outputs = [out]
+        if not states and len(outputs) == 1:
+            return outputs[0]
+        return outputs + states + states
+
+    def weights(self, config, input_shape):
+        out = []
+        for prefix, part in (("forward", config["layer"]), ("backward", config["backward_layer"])):
+            for w in REGISTRY[part["class_name"]].weights(part["config"], input_shape):
+                out.append(Weight(f"{prefix}_{w.name}", w.shape,
+                                  trainable=w.trainable and part["trainable"]))
+        return out

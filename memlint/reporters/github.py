@@ -1,0 +1,51 @@
+"""GitHub Actions workflow commands (``::error file=...,line=...::message``).
+
+Annotations are ranked errors first, then warnings, then notices, because GitHub shows only
+the first ten of each level per step.
+"""
+
+from __future__ import annotations
+
+from memlint.diagnostics import severity_rank
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(text: str) -> str:
+    """Escape a message: ``%``, CR and LF."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a property value: as messages, plus ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(diag) -> str:
+    """One workflow command for a diagnostic."""
+    props = [f"file={escape_property(diag.path)}", f"line={max(diag.line, 1)}"]
+    end_line = diag.end_line or diag.line
+    if end_line != diag.line:
+        props.append(f"endLine={end_line}")
+    else:  # columns only make sense on single-line spans
+        props.append(f"col={max(diag.column, 1)}")
+        if diag.end_column and diag.end_column > diag.column:
+            props.append(f"endColumn={diag.end_column}")
+    props.append(f"title={escape_property(f'{diag.code} {diag.name}')}")
+    return f"::{_LEVEL[diag.severity]} {','.join(props)}::{escape_data(diag.message)}"
+
+
+def ranked(diagnostics: list) -> list:
+    return sorted(diagnostics, key=lambda d: (-severity_rank(d.severity), d.path, d.line,
+                                              d.column, d.code))
+
+
+def render_check(reports: list, errors: list, options) -> str:
+    diagnostics = [d for r in reports for d in r.diagnostics]
+    lines = [annotation(d) for d in ranked(diagnostics)]
+    for message in errors:
+        lines.append(f"::error::{escape_data(message)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+render_report = render_check

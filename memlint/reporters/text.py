@@ -1,0 +1,131 @@
+"""Human-readable output: ruff-style diagnostics for ``check``, tables for ``report``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from memlint.layers.base import format_shape
+from memlint.memory import max_batch_size
+from memlint.memory.dtypes import precision
+from memlint.memory.estimate import CATEGORIES, layer_activation_bytes
+from memlint.units import format_bytes
+
+
+def diagnostic_line(diag) -> str:
+    return f"{diag.path}:{diag.line}:{diag.column}: {diag.code} {diag.message}"
+
+
+def summary_line(diagnostics: list, files: int) -> str:
+    if not diagnostics:
+        return f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
+    counts = Counter(d.severity for d in diagnostics)
+    parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}"
+             for s in ("error", "warning", "info") if counts[s]]
+    total = len(diagnostics)
+    return (f"Found {total} diagnostic{'s' if total != 1 else ''} ({', '.join(parts)}) "
+            f"in {files} file{'s' if files != 1 else ''}.")
+
+
+def statistics(diagnostics: list) -> list:
+    counts = Counter((d.code, d.name) for d in diagnostics)
+    return [f"{n:5d}  {code}  {name}" for (code, name), n in sorted(counts.items())]
+
+
+def render_check(reports: list, errors: list, options) -> str:
+    diagnostics = [d for r in reports for d in r.diagnostics]
+    lines = [diagnostic_line(d) for d in diagnostics]
+    if options.statistics and diagnostics:
+        lines += ["", *statistics(diagnostics)]
+    lines.append(summary_line(diagnostics, len(reports)))
+    if reports and all(r.budget is None for r in reports) and any(r.models for r in reports):
+        lines.append("No GPU budget set (--gpu or `gpu` in config): budget rules MEM001 and "
+                     "MEM002 were skipped.")
+    lines.extend(f"error: {e}" for e in errors)
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- report
+
+def _table(rows: list, header: tuple, right: set) -> list:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def fmt(row):
+        cells = [str(c).rjust(w) if i in right else str(c).ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths))]
+        return "  ".join(cells).rstrip()
+
+    rule = "-" * len(fmt(header))
+    return [fmt(header), rule, *[fmt(r) for r in rows], rule]
+
+
+def model_report(graph, breakdown, budget) -> list:
+    setup = graph.setup
+    compute_bytes = precision(setup.dtype_policy).compute_bytes
+    where = f"{graph.location.path}:{graph.location.line}" if graph.location else "?"
+    lines = [f"Model '{graph.name}' ({graph.kind}) at {where}"]
+    rows = []
+    for layer in graph.layers:
+        act = layer_activation_bytes(layer, breakdown.batch_size, compute_bytes)
+        shape = format_shape(layer.output_shape) if layer.output_shape is not None else "?"
+        rows.append((f"{layer.name} ({layer.type})", shape,
+                     f"{layer.params:,}" if layer.unresolved is None else "?",
+                     format_bytes(act) if layer.output_shape is not None else "?",
+                     layer.location.line if layer.location else ""))
+    lines += _table(rows, ("Layer (type)", "Output Shape", "Param #",
+                           f"Act. @{breakdown.batch_size}", "Line"), right={2, 3, 4})
+    weight_bytes = precision(setup.dtype_policy).variable_bytes
+    lines += [
+        f"Total params: {graph.params:,} ({format_bytes(graph.params * weight_bytes)})",
+        f"Trainable params: {graph.trainable_params:,}",
+        f"Non-trainable params: {graph.non_trainable_params:,}",
+        "",
+        "Memory estimate (peak):",
+    ]
+    for category in CATEGORIES:
+        parts = [p for p in breakdown.parts if p.category == category]
+        notes = "; ".join(f"{p.name}: {p.note}" for p in parts if p.note)
+        lines.append(f"  {category:<12}{format_bytes(breakdown.category(category)):>11}   {notes}")
+    lines.append(f"  {'peak':<12}{format_bytes(breakdown.peak):>11}")
+    opts = ", ".join(f"{k}={v}" for k, v in setup.optimizer.options.items())
+    lines += [
+        "",
+        "Assumptions:",
+        f"  mode:         {setup.mode} ({setup.mode_source})",
+        f"  batch size:   {breakdown.batch_size} ({setup.batch_source})",
+        f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
+        f"({setup.optimizer.source})",
+        f"  dtype policy: {setup.dtype_policy} ({setup.dtype_source})",
+    ]
+    if budget is None:
+        lines.append("  GPU:          none configured (use --gpu 8GiB or a name such as t4)")
+    else:
+        share = breakdown.peak / budget.usable if budget.usable else float("inf")
+        lines += [
+            f"  GPU:          {budget.device}: total {format_bytes(budget.total)}, reserve "
+            f"{format_bytes(budget.reserve)} (CUDA context {format_bytes(budget.cuda_context)}"
+            f" + framework {format_bytes(budget.framework_reserve)}), usable "
+            f"{format_bytes(budget.usable)}",
+            f"  verdict:      peak is {share:.0%} of usable memory: "
+            f"{'fits' if share <= 1 else 'does NOT fit'}",
+            f"  largest batch size that fits: {max_batch_size(breakdown, budget.usable):,}",
+        ]
+    if breakdown.unknown_activations:
+        lines.append("  not counted (shape unknown): " + ", ".join(breakdown.unknown_activations))
+    return lines
+
+
+def render_report(reports: list, errors: list, options) -> str:
+    out = []
+    for report in reports:
+        if not report.models:
+            names = ", ".join(n for _, n, _ in report.definitions)
+            extra = f" (definitions not evaluated: {names})" if names else ""
+            out.append(f"{report.path}: no Keras model built at module level{extra}")
+        for graph, breakdown in zip(report.models, report.breakdowns):
+            out += model_report(graph, breakdown, report.budget)
+            out.append("")
+        for diag in report.diagnostics:
+            out.append(diagnostic_line(diag))
+        out.append("")
+    out.extend(f"error: {e}" for e in errors)
+    return "\n".join(out).rstrip() + "\n"
