@@ -20,6 +20,7 @@ from memlint.layers.base import (
     LayerError,
     LayerInstance,
     LayerKind,
+    UnresolvedArgument,
     check_rank,
     register,
 )
@@ -125,12 +126,24 @@ _MERGE_MODES = ("concat", "sum", "mul", "ave", None)
 
 
 def _wrapped(value, what: str) -> dict:
-    """A recurrent layer instance as a plain description: class name, config, trainable."""
-    if not isinstance(value, LayerInstance) or not isinstance(value.kind, Recurrent):
-        got = value.kind.name if isinstance(value, LayerInstance) else repr(value)
-        raise LayerError(f"Bidirectional {what} must be a recurrent layer, got {got}")
-    return {"class_name": value.kind.name, "config": dict(value.config),
-            "trainable": value.trainable}
+    """A recurrent layer argument as a plain description: class name, config, trainable.
+
+    Accepts a :class:`LayerInstance` or a frontend object holding one as ``.instance``.  A
+    layer the frontend could not model (an object with a ``reason``) leaves the wrapper
+    unresolved rather than wrong.
+    """
+    instance = getattr(value, "instance", value)
+    if not isinstance(instance, LayerInstance):
+        reason = getattr(value, "reason", None)
+        if isinstance(reason, str):
+            raise UnresolvedArgument(what, f"the wrapped layer is not modelled: {reason}")
+        raise LayerError(f"Bidirectional {what} must be a recurrent layer, got {value!r}")
+    if not isinstance(instance.kind, Recurrent):
+        raise LayerError(
+            f"Bidirectional {what} must be a recurrent layer, got {instance.kind.name}"
+        )
+    return {"class_name": instance.kind.name, "config": dict(instance.config),
+            "trainable": instance.trainable}
 
 
 @register

@@ -1,0 +1,82 @@
+"""Every fixture model must match real Keras layer by layer: name, class, output shape and
+trainable / non-trainable parameters.
+
+A fixture written in a spelling modern Keras no longer runs (Keras 1) names a Keras 3 twin
+in a header comment ``# oracle-twin: other_file.py``; real Keras builds the twin.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memlint.analysis import analyze_file
+from memlint.config import Settings
+from tests.conftest import FIXTURES, require_keras, run_oracle
+
+_TWIN = re.compile(r"^#\s*oracle-twin:\s*(\S+)", re.MULTILINE)
+
+
+def fixture_files() -> list:
+    return sorted(p for p in FIXTURES.rglob("*.py") if "invalid" not in p.parts)
+
+
+def oracle_source(path):
+    match = _TWIN.search(path.read_text(encoding="utf-8"))
+    return path.parent / match.group(1) if match else path
+
+
+FILES = fixture_files()
+
+
+@pytest.fixture(scope="module")
+def keras_models():
+    require_keras()
+    sources = sorted({str(oracle_source(p)) for p in FILES})
+    return run_oracle("keras_scripts.py", {"files": sources})["results"]
+
+
+def _as_lists(shape):
+    if isinstance(shape, list):
+        return [_as_lists(s) for s in shape]
+    return list(shape) if shape is not None else None
+
+
+def memlint_models(path) -> dict:
+    report = analyze_file(str(path), Settings())
+    out = {}
+    for graph in report.models:
+        out[graph.variable] = {
+            "layers": [{
+                "name": layer.name,
+                "type": layer.type,
+                "output_shape": _as_lists(layer.output_shape),
+                "trainable": layer.trainable_params,
+                "non_trainable": layer.non_trainable_params,
+            } for layer in graph.layers],
+            "total": graph.params,
+        }
+    return out
+
+
+def test_there_are_fixtures():
+    assert len(FILES) >= 10
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_matches_keras(path, keras_models):
+    expected = keras_models[str(oracle_source(path))]
+    assert "error" not in expected, f"real Keras could not build the fixture: " \
+                                    f"{expected.get('traceback', expected['error'])}"
+    got = memlint_models(path)
+    assert set(got) == set(expected["models"]), "models found differ from real Keras"
+    for variable, model in expected["models"].items():
+        mine = got[variable]
+        assert len(mine["layers"]) == len(model["layers"]), (
+            f"{variable}: memlint has {[l['name'] for l in mine['layers']]}, "
+            f"Keras has {[l['name'] for l in model['layers']]}")
+        for ours, theirs in zip(mine["layers"], model["layers"]):
+            assert ours == theirs, f"{variable}: layer differs"
+        assert mine["total"] == model["total"]
