@@ -7,8 +7,9 @@ there are and which variables ``build`` creates.
 Keras 1 spellings (``Convolution2D(nb_filter, nb_row, nb_col, border_mode=..., subsample=...)``)
 are read by the kinds registered under the old class names; see :class:`_Keras1Conv`.
 
-This module also holds two argument helpers the pooling and reshaping families share:
-:func:`image_format` and :func:`int_tuple`.
+This module also holds the argument helpers the pooling and reshaping families share
+(:func:`image_format`, :func:`int_tuple`, :func:`positive_int`, :func:`is_int`,
+:func:`known`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from memlint.layers.base import (
     Args,
     LayerError,
     LayerKind,
+    Unknown,
     UnresolvedArgument,
     check_rank,
     conv_output_length,
@@ -40,6 +42,19 @@ def is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def known(value, name: str):
+    """``value`` unless an entry of it (at any depth) is :class:`Unknown`."""
+    if isinstance(value, Unknown):
+        raise UnresolvedArgument(name, value.reason)
+    if isinstance(value, (tuple, list)):
+        for entry in value:
+            known(entry, name)
+    elif isinstance(value, dict):
+        for entry in value.values():
+            known(entry, name)
+    return value
+
+
 def positive_int(value, name: str) -> int:
     """``value`` if it is an int > 0, else :class:`LayerError`."""
     if not is_int(value) or value <= 0:
@@ -53,6 +68,7 @@ def int_tuple(value, n: int, name: str, *, minimum: int = 1) -> tuple:
     Like Keras's ``standardize_tuple``: ``minimum=1`` for sizes and strides, ``0`` for
     paddings and croppings.
     """
+    known(value, name)
     if is_int(value):
         values = (value,) * n
     elif isinstance(value, (tuple, list)) and len(value) == n and all(is_int(v) for v in value):
@@ -156,7 +172,9 @@ class _Conv(LayerKind):
             "lora_rank": None,
             "output_size": raw.get("output_size"),
         }
-        if "filters" in self.signature:
+        if "filters" not in self.signature:
+            del config["filters"]  # depthwise: the output channels follow the input's
+        else:
             positive_int(config["filters"], "filters")
             if config["filters"] % config["groups"]:
                 raise LayerError(f"filters ({config['filters']}) must be divisible by "
@@ -178,9 +196,9 @@ class _Conv(LayerKind):
     # -- shapes
 
     def output_shape(self, config, input_shape):
-        check_rank(input_shape, self.rank + 2, self.name)
+        check_rank(input_shape, self.rank + 2, self.class_name)
         fmt = config["data_format"]
-        channels = input_channels(input_shape, fmt, self.name)
+        channels = input_channels(input_shape, fmt, self.class_name)
         self.check_channels(config, channels)
         axes, channel_axis = spatial_axes(self.rank, fmt)
         out = list(input_shape)
@@ -188,7 +206,7 @@ class _Conv(LayerKind):
             length = self.spatial_length(config, i, input_shape[axis])
             if length is not None and length < self.min_length:
                 raise LayerError(
-                    f"{self.name} output would have a dimension of size {length}: input "
+                    f"{self.class_name} output would have a dimension of size {length}: input "
                     f"{format_shape(input_shape)}, kernel_size={config['kernel_size']}, "
                     f"strides={config['strides']}, padding='{config['padding']}', "
                     f"dilation_rate={config['dilation_rate']}")
@@ -208,7 +226,7 @@ class _Conv(LayerKind):
         return config["filters"]
 
     def weights(self, config, input_shape):
-        channels = input_channels(input_shape, config["data_format"], self.name)
+        channels = input_channels(input_shape, config["data_format"], self.class_name)
         return self.variables(config, channels)
 
     def variables(self, config, channels: int) -> list:
@@ -226,8 +244,8 @@ class _PlainConv(_Conv):
 
     def check_channels(self, config, channels):
         if channels % config["groups"]:
-            raise LayerError(f"the input channels ({channels}) of {self.name} must be divisible "
-                             f"by groups ({config['groups']})")
+            raise LayerError(f"the input channels ({channels}) of {self.class_name} must be "
+                             f"divisible by groups ({config['groups']})")
 
     def variables(self, config, channels):
         kernel = config["kernel_size"] + (channels // config["groups"], config["filters"])
@@ -412,7 +430,8 @@ class _Keras1Conv:
     ``Convolution2D(64, 3, 3)`` is Keras 1 (nb_filter, nb_row, nb_col); ``Convolution2D(64,
     (3, 3))`` is the Keras 2/3 alias of ``Conv2D``.  The Keras 1 reading applies when more than
     two positional arguments are given or a Keras 1 keyword is present.  ``keras1_layout``
-    gives the Keras 1 positions of the arguments that change shapes.
+    gives the Keras 1 positions of the arguments that change shapes; ``keras_class`` names
+    the Keras 3 class the layer is.
     """
 
     aliases: ClassVar[tuple] = ()  # not those of the modern kind it extends
@@ -464,6 +483,7 @@ class Convolution1D(_Keras1Conv, Conv1D):
     or the Keras 2/3 alias of ``Conv1D``."""
 
     name = "Convolution1D"
+    keras_class = "Conv1D"
     keras1_layout = {"kernel_size": (1,), "padding": 5, "strides": 6}
 
 
@@ -472,6 +492,7 @@ class AtrousConvolution1D(_Keras1Conv, Conv1D):
     """Keras 1 ``AtrousConvolution1D(nb_filter, filter_length, atrous_rate=)``: a dilated Conv1D."""
 
     name = "AtrousConvolution1D"
+    keras_class = "Conv1D"
     keras1_layout = {"kernel_size": (1,), "padding": 5, "strides": 6, "dilation_rate": 7}
 
 
@@ -481,6 +502,7 @@ class Convolution2D(_Keras1Conv, Conv2D):
     dim_ordering=)`` or the Keras 2/3 alias of ``Conv2D``."""
 
     name = "Convolution2D"
+    keras_class = "Conv2D"
     keras1_layout = {"kernel_size": (1, 2), "padding": 6, "strides": 7, "data_format": 8}
 
 
@@ -490,6 +512,7 @@ class AtrousConvolution2D(_Keras1Conv, Conv2D):
     Conv2D."""
 
     name = "AtrousConvolution2D"
+    keras_class = "Conv2D"
     keras1_layout = {"kernel_size": (1, 2), "padding": 6, "strides": 7, "dilation_rate": 8,
                      "data_format": 9}
 
@@ -500,6 +523,7 @@ class Convolution3D(_Keras1Conv, Conv3D):
     the Keras 2/3 alias of ``Conv3D``."""
 
     name = "Convolution3D"
+    keras_class = "Conv3D"
     keras1_layout = {"kernel_size": (1, 2, 3), "padding": 7, "strides": 8, "data_format": 9}
 
 
@@ -509,6 +533,7 @@ class SeparableConvolution2D(_Keras1Conv, SeparableConv2D):
     the Keras 2/3 alias of ``SeparableConv2D``."""
 
     name = "SeparableConvolution2D"
+    keras_class = "SeparableConv2D"
     keras1_layout = {"kernel_size": (1, 2), "padding": 6, "strides": 7, "depth_multiplier": 8,
                      "data_format": 9}
 
@@ -523,12 +548,13 @@ class Deconvolution2D(_Keras1Conv, Conv2DTranspose):
     """
 
     name = "Deconvolution2D"
+    keras_class = "Conv2DTranspose"
     keras1_layout = {"kernel_size": (1, 2), "output_shape": 3, "padding": 7, "strides": 8,
                      "data_format": 9}
     keras1_keywords = KERAS1_KEYWORDS | {"output_shape"}
 
     def keras1_output_size(self, args, pos, data_format):
-        shape = args.get("output_shape", None, pos=pos)
+        shape = known(args.get("output_shape", None, pos=pos), "output_shape")
         if shape is None:
             return None
         if not isinstance(shape, (tuple, list)) or len(shape) not in (3, 4):

@@ -51,7 +51,7 @@ class _Pooling(LayerKind):
                 "data_format": fmt}
 
     def output_shape(self, config, input_shape):
-        check_rank(input_shape, self.rank + 2, self.name)
+        check_rank(input_shape, self.rank + 2, self.class_name)
         axes, _ = spatial_axes(self.rank, config["data_format"])
         out = list(input_shape)
         for i, axis in enumerate(axes):
@@ -59,7 +59,7 @@ class _Pooling(LayerKind):
                                         config["padding"], config["strides"][i])
             if length is not None and length <= 0:
                 raise LayerError(
-                    f"{self.name} output would have a dimension of size {length}: input "
+                    f"{self.class_name} output would have a dimension of size {length}: input "
                     f"{format_shape(input_shape)}, pool_size={config['pool_size']}, "
                     f"strides={config['strides']}, padding='{config['padding']}'")
             out[axis] = length
@@ -132,13 +132,14 @@ class _GlobalPooling(LayerKind):
                 "keepdims": bool(args.get("keepdims", False, pos=1))}
 
     def output_shape(self, config, input_shape):
-        check_rank(input_shape, self.rank + 2, self.name)
+        check_rank(input_shape, self.rank + 2, self.class_name)
         batch = input_shape[0]
-        if config["data_format"] == "channels_first":
-            channels = input_shape[1]
-            return (batch, channels) + (1,) * self.rank if config["keepdims"] else (batch, channels)
-        channels = input_shape[-1]
-        return (batch,) + (1,) * self.rank + (channels,) if config["keepdims"] else (batch, channels)
+        first = config["data_format"] == "channels_first"
+        channels = input_shape[1] if first else input_shape[-1]
+        if not config["keepdims"]:
+            return (batch, channels)
+        ones = (1,) * self.rank
+        return (batch, channels) + ones if first else (batch,) + ones + (channels,)
 
 
 @register

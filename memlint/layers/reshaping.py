@@ -15,7 +15,13 @@ from memlint.layers.base import (
     register,
     spatial_axes,
 )
-from memlint.layers.convolutional import image_format, int_tuple, is_int, positive_int
+from memlint.layers.convolutional import (
+    image_format,
+    int_tuple,
+    is_int,
+    known,
+    positive_int,
+)
 
 
 @register
@@ -47,7 +53,7 @@ class Reshape(LayerKind):
     family = "reshaping"
 
     def configure(self, args: Args) -> dict:
-        target = args.get("target_shape", pos=0)
+        target = known(args.get("target_shape", pos=0), "target_shape")
         if not isinstance(target, (tuple, list)):
             raise LayerError(f"target_shape must be a tuple of ints, got {target!r}")
         if not all(d is None or (is_int(d) and d >= -1) for d in target):
@@ -71,7 +77,8 @@ class Reshape(LayerKind):
             return (input_shape[0],) + target
         if known == 0 or size % known:
             raise LayerError(f"cannot reshape {format_shape(input_shape)} ({size} values) "
-                             f"to {target}: {size} is not a multiple of {known}")
+                             f"to {target}: the other entries' product {known} does not "
+                             f"divide {size}")
         return (input_shape[0],) + tuple(size // known if d == -1 else d for d in target)
 
 
@@ -83,7 +90,7 @@ class Permute(LayerKind):
     family = "reshaping"
 
     def configure(self, args: Args) -> dict:
-        dims = args.get("dims", pos=0)
+        dims = known(args.get("dims", pos=0), "dims")
         if (not isinstance(dims, (tuple, list)) or not all(is_int(d) for d in dims)
                 or sorted(dims) != list(range(1, len(dims) + 1))):
             raise LayerError(f"dims must be a permutation of 1..n, got {dims!r}")
@@ -91,7 +98,7 @@ class Permute(LayerKind):
 
     def output_shape(self, config, input_shape):
         dims = config["dims"]
-        check_rank(input_shape, len(dims) + 1, self.name)
+        check_rank(input_shape, len(dims) + 1, self.class_name)
         return (input_shape[0],) + tuple(input_shape[d] for d in dims)
 
 
@@ -106,7 +113,7 @@ class RepeatVector(LayerKind):
         return {"n": positive_int(args.get("n", pos=0), "n")}
 
     def output_shape(self, config, input_shape):
-        check_rank(input_shape, 2, self.name)
+        check_rank(input_shape, 2, self.class_name)
         return (input_shape[0], config["n"], input_shape[1])
 
 
@@ -120,6 +127,7 @@ def _pairs(value, rank: int, name: str) -> tuple:
     ``(top, bottom, left, right)``; and a dict of ``top_pad``/``bottom_pad``/... (2D) or
     ``left_pad``/``right_pad`` (1D).
     """
+    known(value, name)
     if isinstance(value, dict):
         keys = {1: (("left_pad", "right_pad"),),
                 2: (("top_pad", "bottom_pad"), ("left_pad", "right_pad"))}.get(rank)
@@ -149,7 +157,7 @@ class _Spatial(LayerKind):
         return image_format(args, pos) if self.has_data_format else "channels_last"
 
     def output_shape(self, config, input_shape):
-        check_rank(input_shape, self.rank + 2, self.name)
+        check_rank(input_shape, self.rank + 2, self.class_name)
         axes, _ = spatial_axes(self.rank, config["data_format"])
         out = list(input_shape)
         for i, axis in enumerate(axes):
@@ -211,7 +219,7 @@ class _Cropping(_Spatial):
     def length(self, config, i, length, input_shape):
         out = length - sum(config["cropping"][i])
         if out <= 0:
-            raise LayerError(f"{self.name} cropping {config['cropping']} leaves nothing of "
+            raise LayerError(f"{self.class_name} cropping {config['cropping']} leaves nothing of "
                              f"the input {format_shape(input_shape)}")
         return out
 

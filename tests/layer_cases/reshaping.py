@@ -93,6 +93,7 @@ CASES = [
     case("Cropping2D", (1, 1, 1), input=[None, 5, 5, 3]),
     case("Cropping3D", input=[None, 5, 5, 5, 3]),
     case("Cropping3D", ((1, 0), 2, (0, 3)), input=[None, 5, 5, 5, 3]),
+    case("Cropping3D", 2, data_format="channels_first", input=[None, 3, 5, 6, 7]),
     case("Cropping3D", 2, data_format="channels_first", input=[None, 3, 5, 5, 4]),
     case("Cropping3D", 1, input=[None, 5, 2, 5, 3]),
     # UpSampling1D / UpSampling2D / UpSampling3D
