@@ -39,11 +39,19 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                         help="output format (default: text; github under GitHub Actions)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors on one line (exit code 2)."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memlint", description="Static GPU-memory linter for Keras model code.")
     parser.add_argument("--version", action="version", version=f"memlint {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = sub.add_parser("check", help="lint model files and report diagnostics")
     _analysis_options(check)
@@ -216,7 +224,7 @@ def main(argv: list | None = None) -> int:
     except SystemExit as exc:  # argparse printed its own one-line usage error
         return EXIT_CLEAN if exc.code == 0 else EXIT_ERROR
     if args.command is None:
-        parser.print_help()
+        parser.print_help(sys.stderr)
         return EXIT_ERROR
     try:
         return COMMANDS[args.command](args)

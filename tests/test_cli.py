@@ -78,7 +78,7 @@ def test_usage_errors_exit_2_with_one_line():
         proc = memlint(*args)
         assert proc.returncode == 2, args
         assert "Traceback" not in proc.stderr
-        assert len(proc.stderr.strip().splitlines()) <= 2  # argparse adds a usage line
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 def test_missing_file_exits_2_but_other_files_are_checked(tmp_path):

@@ -45,12 +45,12 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
     models = []
     for model in state.models:
         graph = to_graph(state, model, input_override=input_shape)
-        graph.setup = training_setup(model, state)
-        if graph.setup.batch_size is None and graph.input_shapes:
+        fixed = None
+        if graph.input_shapes:
             first = graph.input_shapes[0]
-            if first and isinstance(first[0], int):
-                graph.setup.batch_size = first[0]
-                graph.setup.batch_source = "fixed batch dimension of the model input"
+            if first and isinstance(first[0], int) and not isinstance(first[0], bool):
+                fixed = first[0]
+        graph.setup = training_setup(model, state, fixed_batch=fixed)
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,

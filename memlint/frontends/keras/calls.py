@@ -15,7 +15,8 @@ from memlint.frontends.keras import models
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             OpaqueLayer, Optimizer, Policy, Ref,
-                                            SequentialModel, Tensor, Unknown, is_unknown)
+                                            ModelLayer, SequentialModel, Tensor, Unknown,
+                                            UserFunction, is_unknown)
 from memlint.ir import OptimizerSpec
 
 BUILTINS = frozenset({
@@ -35,6 +36,13 @@ _KERAS1_MERGE_MODES = {"sum": "Add", "mul": "Multiply", "concat": "Concatenate",
 _MATH = {"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt,
          "math.log2": math.log2, "math.prod": lambda *a: math.prod(a)}
 _NUMPY_SIZE_FUNCS = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full"}
+# TensorFlow tensor constructors whose first argument is the shape
+_TF_SHAPE_FUNCS = {"tensorflow.zeros", "tensorflow.ones", "tensorflow.fill",
+                   "tensorflow.random.normal", "tensorflow.random.uniform",
+                   "tensorflow.random.truncated_normal"}
+_LIKE_FUNCS = {"numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.full_like",
+               "numpy.asarray", "numpy.array", "tensorflow.zeros_like", "tensorflow.ones_like",
+               "tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.cast"}
 _NUMPY_DIMS_FUNCS = {"numpy.random.rand", "numpy.random.randn"}
 _NUMPY_SIZE_KW_FUNCS = {"numpy.random.random", "numpy.random.random_sample",
                         "numpy.random.uniform", "numpy.random.normal", "numpy.random.randint",
@@ -61,6 +69,13 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
             return base.instance.trainable
         if attr == "name":
             return base.name
+    if isinstance(base, ModelLayer):
+        base = base.model
+    if isinstance(base, (SequentialModel, FunctionalModel)):
+        if attr == "layers":
+            return models.model_layers(base)
+        if attr in ("name", "trainable"):
+            return getattr(base, attr)
     if isinstance(base, FunctionalModel):
         if attr in ("input", "inputs"):
             return base.inputs if attr == "inputs" or len(base.inputs) != 1 else base.inputs[0]
@@ -75,8 +90,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
 
 def set_attribute(obj: Any, attr: str, value: Any) -> None:
     """``obj.attr = value`` where it matters to the model (``layer.trainable = False``)."""
-    if isinstance(obj, LayerRef) and attr == "trainable" and isinstance(value, bool):
-        obj.instance.trainable = value
+    if attr == "trainable" and isinstance(value, bool):
+        models.set_trainable(obj, value)
 
 
 def subscript(base: Any, key: Any) -> Any:
@@ -108,10 +123,14 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return call_method(interp, func.obj, func.method, args, kwargs, node)
     if isinstance(func, (LayerRef, OpaqueLayer)):
         return models.call_layer(interp, func, args, kwargs, node)
+    if isinstance(func, UserFunction):
+        return interp.call_function(func, args, kwargs, node)
     if isinstance(func, (SequentialModel, FunctionalModel)):
-        interp.state.note_unresolved(interp.location(node), "model called as a layer",
-                                     "nested models are not analysed yet")
-        return Tensor(None, reason="output of a nested model")
+        if args and isinstance(args[0], Array):
+            return Unknown("result of calling a model on data")
+        return models.call_layer(interp, models.model_as_layer(func), args, kwargs, node)
+    if isinstance(func, ModelLayer):
+        return models.call_layer(interp, func, args, kwargs, node)
     if is_unknown(func):
         return Unknown(f"call of a value not known statically ({func.reason})")
     return Unknown("call of a value that is not callable statically")
@@ -162,6 +181,11 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return "th" if state.context.data_format == "channels_first" else "tf"
     if name == "keras.utils.to_categorical":
         return _to_categorical(args, kwargs)
+    if name in _LIKE_FUNCS and args and isinstance(args[0], Array):
+        return Array(args[0].shape)
+    if name in _TF_SHAPE_FUNCS:
+        dims = _as_dims(args[0] if args else kwargs.get("shape", kwargs.get("dims")))
+        return Array(dims) if dims is not None else Unknown(f"{name} of a shape not known")
     if name.startswith("numpy."):
         return _numpy(name, args, kwargs)
     if name.startswith("builtins."):
@@ -205,6 +229,10 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             return getattr(obj, method)(*args, **kwargs)
         except Exception:
             return Unknown(f"str.{method} failed on these arguments")
+    if isinstance(obj, Array) and method in ("astype", "copy"):
+        return Array(obj.shape)
+    if isinstance(obj, Array) and method == "reshape":
+        return _reshaped(obj, args[0] if len(args) == 1 else tuple(args))
     if isinstance(obj, (Array, Tensor)) and method == "reshape":
         return Unknown("reshape of data is not evaluated")
     return Unknown(f"method {method}() is not evaluated")
@@ -252,6 +280,22 @@ def _keras1_merge(interp, args, kwargs, node):
         layer_kwargs["name"] = kwargs["name"]
     layer = models.create_layer(interp, layer_type, [], layer_kwargs, node)
     return models.call_layer(interp, layer, [args[0] if args else kwargs.get("inputs")], {}, node)
+
+
+def _reshaped(array: Array, shape) -> Any:
+    """``array.reshape(shape)`` with at most one -1, when every size is known."""
+    dims = _as_dims(shape)
+    if dims is None or dims.count(-1) > 1 or any(d < -1 for d in dims):
+        return Unknown("reshape of data to a shape not known statically")
+    total = math.prod(array.shape)
+    known = math.prod(d for d in dims if d != -1)
+    if -1 in dims:
+        if known == 0 or total % known:
+            return Unknown("reshape that does not divide the data")
+        dims = tuple(total // known if d == -1 else d for d in dims)
+    if math.prod(dims) != total:
+        return Unknown("reshape to a different number of elements")
+    return Array(dims)
 
 
 def _to_categorical(args, kwargs):

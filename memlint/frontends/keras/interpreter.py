@@ -2,11 +2,13 @@
 
 It walks a libcst module statement by statement: imports (resolved to canonical names),
 assignments, arithmetic, ``for`` loops over ``range`` and literal sequences, ``if`` on known
-values, ``with`` and ``try`` bodies, and calls.  It never imports or executes the analysed
-code.  Library calls (Keras, NumPy, builtins) are handled in :mod:`.calls`.
+values, ``with`` and ``try`` bodies, calls of functions defined in the file (inlined, with
+their own local scope), and library calls.  It never imports or executes the analysed code.
+Library calls (Keras, NumPy, builtins) are handled in :mod:`.calls`.
 
-Work is bounded: a step budget per file and an iteration cap per loop stop pathological input
-(``for i in range(10**12)``) quickly, with an info diagnostic saying so.
+Work is bounded: a step budget per file, an iteration cap per loop and a depth cap on nested
+calls stop pathological input (``for i in range(10**12)``, unbounded recursion) quickly, with
+an info diagnostic saying so.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from memlint.frontends.keras import calls
+from memlint.frontends.keras import calls, models
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import FileState
-from memlint.frontends.keras.values import Ref, Unknown, is_unknown
+from memlint.frontends.keras.values import Ref, Tensor, Unknown, UserFunction, is_unknown
 from memlint.ir import Location
 
 MAX_STEPS = 200_000  # expression/statement evaluations per file
 MAX_LOOP_ITERATIONS = 10_000  # iterations of one loop
 MAX_INT_BITS = 256  # larger integer results are treated as unknown
 MAX_SEQUENCE = 100_000  # larger lists/strings built by * or + are treated as unknown
+MAX_CALL_DEPTH = 16  # nested calls of functions defined in the analysed file
 
 
 class BudgetExceeded(Exception):
@@ -38,10 +41,20 @@ class _LoopControl(Exception):
         self.kind = kind
 
 
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
 _BINARY = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
     cst.Divide: operator.truediv, cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod,
     cst.Power: operator.pow,
+}
+# Python operator -> the Keras 3 op class that KerasTensor.__add__ & co. create
+_TENSOR_OPS = {
+    cst.Add: "Add", cst.Subtract: "Subtract", cst.Multiply: "Multiply", cst.Divide: "TrueDivide",
+    cst.FloorDivide: "FloorDivide", cst.Modulo: "Mod", cst.Power: "Power",
 }
 _COMPARE = {
     cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
@@ -59,7 +72,11 @@ class Interpreter:
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.positions = self.wrapper.resolve(PositionProvider)
         self.state = state
-        self.scope: dict[str, Any] = {"__name__": "__main__"}
+        self.globals: dict[str, Any] = {"__name__": "__main__"}
+        self.scope: dict[str, Any] = self.globals  # the current local scope
+        self.outer: tuple = ()  # enclosing function scopes, innermost first
+        self.global_names: set = set()  # names declared ``global`` in the current function
+        self.depth = 0  # nesting of inlined calls
         self.steps = 0
 
     # ------------------------------------------------------------------ helpers
@@ -84,6 +101,11 @@ class Interpreter:
             loc = exc.args[0]
             self.state.note_budget(loc, f"analysis stopped after {MAX_STEPS:,} steps; "
                                         "models found before this point are still reported")
+        except (_Return, _LoopControl):
+            # 'return' / 'break' outside a function or loop: Python rejects the file
+            self.state.syntax_error(Location(self.state.path, 1, 1),
+                                    "'return', 'break' or 'continue' outside a function or "
+                                    "loop; analysis stopped there")
 
     # ------------------------------------------------------------------ statements
 
@@ -115,12 +137,13 @@ class Interpreter:
         elif isinstance(stmt, cst.While):
             self.state.note_unresolved(self.location(stmt), "while loop",
                                        "while loops are not evaluated; its body is skipped")
-        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        elif isinstance(stmt, cst.FunctionDef):
+            self.define_function(stmt)
+        elif isinstance(stmt, cst.ClassDef):
             name = stmt.name.value
-            kind = "function" if isinstance(stmt, cst.FunctionDef) else "class"
-            self.scope[name] = Unknown(f"{kind} '{name}' defined in the analysed file is not "
-                                       "evaluated")
-            self.state.definitions.append((kind, name, self.location(stmt)))
+            self.set_name(name, Unknown(f"class '{name}' defined in the analysed file is not "
+                                        "evaluated"))
+            self.state.definitions.append(("class", name, self.location(stmt)))
 
     def exec_small(self, small: cst.CSTNode) -> None:
         if isinstance(small, cst.Expr):
@@ -134,20 +157,26 @@ class Interpreter:
                 self.assign(small.target, self.eval(small.value))
         elif isinstance(small, cst.AugAssign):
             current = self.eval(small.target)
-            value = self.binary(current, self.eval(small.value), small.operator)
+            value = self.binary(current, self.eval(small.value), small.operator, small)
             self.assign(small.target, value)
         elif isinstance(small, cst.Import):
             for alias in small.names:
                 full = _dotted(alias.name)
                 if alias.asname is not None:
-                    self.scope[alias.asname.name.value] = Ref(canonical(full))
+                    self.set_name(alias.asname.name.value, Ref(canonical(full)))
                 else:
                     top = full.split(".")[0]
-                    self.scope[top] = Ref(canonical(top))
+                    self.set_name(top, Ref(canonical(top)))
         elif isinstance(small, cst.ImportFrom):
             self.exec_import_from(small)
         elif isinstance(small, (cst.Break, cst.Continue)):
             raise _LoopControl("break" if isinstance(small, cst.Break) else "continue")
+        elif isinstance(small, cst.Return):
+            raise _Return(self.eval(small.value) if small.value is not None else None)
+        elif isinstance(small, cst.Global):
+            self.global_names.update(n.name.value for n in small.names)
+        elif isinstance(small, cst.Del):
+            self.delete(small.target)
 
     def exec_import_from(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
@@ -159,7 +188,7 @@ class Interpreter:
         for alias in node.names:
             name = _dotted(alias.name)
             bound = alias.asname.name.value if alias.asname is not None else name
-            self.scope[bound] = Ref(canonical(f"{module}.{name}"))
+            self.set_name(bound, Ref(canonical(f"{module}.{name}")))
 
     def exec_for(self, stmt: cst.For) -> None:
         iterable = self.eval(stmt.iter)
@@ -211,10 +240,108 @@ class Interpreter:
         elif stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
 
+    # ------------------------------------------------------------------ functions
+
+    def define_function(self, stmt: cst.FunctionDef) -> None:
+        """``def f(...)``: remember it (defaults evaluated now, as Python does) for inlining."""
+        name = stmt.name.value
+        defaults = {}
+        params = stmt.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                defaults[param.name.value] = self.eval(param.default)
+        closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
+        self.set_name(name, UserFunction(name, stmt, defaults, closure, self.location(stmt)))
+        self.state.definitions.append(("function", name, self.location(stmt)))
+
+    def call_function(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
+        """Inline a call of a function defined in the analysed file."""
+        loc = self.location(node)
+        if self.depth >= MAX_CALL_DEPTH:
+            self.state.note_budget(loc, f"call of '{fn.name}' not evaluated: more than "
+                                        f"{MAX_CALL_DEPTH} nested calls")
+            return Unknown(f"result of '{fn.name}' (calls nested too deeply)")
+        local = self.bind_arguments(fn, args, kwargs)
+        if local is None:
+            self.state.note_unresolved(loc, f"call of '{fn.name}'",
+                                       "its arguments do not match the definition")
+            return Unknown(f"result of '{fn.name}' (arguments do not match)")
+        self.state.definitions[:] = [d for d in self.state.definitions
+                                     if not (d[0] == "function" and d[1] == fn.name)]
+        saved = (self.scope, self.outer, self.global_names)
+        self.scope, self.outer, self.global_names = local, fn.closure, set()
+        self.depth += 1
+        try:
+            body = fn.node.body
+            if isinstance(body, cst.SimpleStatementSuite):
+                for small in body.body:
+                    self.exec_small(small)
+            else:
+                self.exec_block(body.body)
+            result = None
+        except _Return as ret:
+            result = ret.value
+        except _LoopControl:
+            result = Unknown(f"result of '{fn.name}'")
+        finally:
+            self.scope, self.outer, self.global_names = saved
+            self.depth -= 1
+        return result
+
+    def bind_arguments(self, fn: UserFunction, args: list, kwargs: dict):
+        """The local scope of a call: parameters bound as Python binds them (None if invalid)."""
+        params = fn.node.params
+        local: dict = {}
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        args = list(args)
+        kwargs = dict(kwargs)
+        for name in positional:
+            if args:
+                local[name] = args.pop(0)
+            elif name in kwargs:
+                local[name] = kwargs.pop(name)
+            elif name in fn.defaults:
+                local[name] = fn.defaults[name]
+            else:
+                return None
+        star = params.star_arg
+        if isinstance(star, cst.Param):
+            local[star.name.value] = tuple(args)
+        elif args:
+            return None
+        for param in params.kwonly_params:
+            name = param.name.value
+            if name in kwargs:
+                local[name] = kwargs.pop(name)
+            elif name in fn.defaults:
+                local[name] = fn.defaults[name]
+            else:
+                return None
+        if params.star_kwarg is not None:
+            local[params.star_kwarg.name.value] = kwargs
+        elif kwargs:
+            return None
+        return local
+
+    def set_name(self, name: str, value: Any) -> None:
+        if name in self.global_names:
+            self.globals[name] = value
+        else:
+            self.scope[name] = value
+
+    def delete(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            scope = self.globals if target.value in self.global_names else self.scope
+            scope.pop(target.value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self.delete(el.value)
+
     def assign(self, target: cst.CSTNode, value: Any) -> None:
         if isinstance(target, cst.Name):
-            self.scope[target.value] = value
-            self.state.bind_variable(target.value, value)
+            self.set_name(target.value, value)
+            module_level = self.scope is self.globals or target.value in self.global_names
+            self.state.bind_variable(target.value, value, module_level)
         elif isinstance(target, (cst.Tuple, cst.List)):
             names = [el.value for el in target.elements]
             if isinstance(value, (tuple, list)) and len(value) == len(names):
@@ -283,6 +410,11 @@ class Interpreter:
         name = node.value
         if name in self.scope:
             return self.scope[name]
+        for scope in self.outer:
+            if name in scope:
+                return scope[name]
+        if name in self.globals:
+            return self.globals[name]
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]
         if name in calls.BUILTINS:
@@ -339,12 +471,15 @@ class Interpreter:
         return self._comprehension(node, list)
 
     def _comprehension(self, node, build):
-        saved = dict(self.scope)
+        # a comprehension has its own scope: its loop variables do not leak
+        saved = (self.scope, self.outer, self.global_names)
+        self.outer = (self.scope,) + self.outer if self.scope is not self.globals else self.outer
+        self.scope, self.global_names = {}, set()
         out = []
         try:
             ok = self._comp_loop(node.for_in, lambda: out.append(self.eval(node.elt)))
         finally:
-            self.scope = saved
+            self.scope, self.outer, self.global_names = saved
         return build(out) if ok else Unknown("comprehension over values not known statically")
 
     def _comp_loop(self, for_in, emit) -> bool:
@@ -374,6 +509,8 @@ class Interpreter:
         value = self.eval(node.expression)
         if isinstance(node.operator, cst.Not):
             return Unknown("not of an unknown value") if not _is_plain(value) else not value
+        if isinstance(value, Tensor) and isinstance(node.operator, cst.Minus):
+            return models.tensor_operation(self, "Negative", [value], node)
         if not isinstance(value, (int, float)):
             return Unknown("unary operation on a value not known statically")
         if isinstance(node.operator, cst.Minus):
@@ -385,10 +522,16 @@ class Interpreter:
     def eval_BinaryOperation(self, node):
         left = self.eval(node.left)
         right = self.eval(node.right)
-        return self.binary(left, right, node.operator)
+        return self.binary(left, right, node.operator, node)
 
-    def binary(self, left: Any, right: Any, op_node: cst.CSTNode) -> Any:
+    def binary(self, left: Any, right: Any, op_node: cst.CSTNode, node: cst.CSTNode) -> Any:
         """``left <op> right`` on plain values, guarded against huge results."""
+        if isinstance(left, Tensor) or isinstance(right, Tensor):
+            op_type = next((name for cls, name in _TENSOR_OPS.items()
+                            if isinstance(op_node, _aug_base(cls))), None)
+            if op_type is not None:
+                return models.tensor_operation(self, op_type, [left, right], node)
+            return Tensor(None, reason="operator on tensors not modelled")
         op = next((fn for cls, fn in _BINARY.items() if isinstance(op_node, _aug_base(cls))),
                   None)
         if op is None:

@@ -3,18 +3,28 @@ turning them into :class:`~memlint.ir.ModelGraph` objects in Keras's layer order
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, OpaqueLayer,
-                                            SequentialModel, Tensor, Unknown, is_unknown)
-from memlint.ir import LayerNode, Location, ModelGraph
+from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
+                                            OpaqueLayer, SequentialModel, Tensor, TensorOp,
+                                            Unknown, is_unknown)
+from memlint.ir import LayerNode, Location, ModelGraph, Weight
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
 
 _INPUT_KIND = registry.lookup("InputLayer")
 _RECURRENT = {"SimpleRNN", "LSTM", "GRU"}
+
+# Layers whose first build creates auto-named sub-layers, taking those names from the same
+# counters as user layers (Keras 3 MultiHeadAttention._build_attention makes a Softmax and a
+# Dropout): a Dropout created after the attention layer is called is "dropout_1".
+_BUILD_SUBLAYER_NAMES = {"MultiHeadAttention": ("softmax", "dropout")}
+
+# Python operators on symbolic tensors -> the Keras 3 op class KerasTensor.__add__ etc. create.
+TENSOR_OPERATORS = {"+": "Add", "-": "Subtract", "*": "Multiply", "/": "TrueDivide",
+                    "//": "FloorDivide", "%": "Mod", "**": "Power"}
 
 
 @dataclass
@@ -36,7 +46,7 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
     given = kwargs.get("name")
     stem = to_snake_case(kind.class_name if kind else type_name)
     name = given if isinstance(given, str) else state.unique_name(stem)
-    hint = _input_hint(type_name, kwargs)
+    hint = _input_hint(type_name, args, kwargs)
     if kind is None:
         reason = f"layer type {type_name} is not modelled by memlint"
         state.note_unresolved(loc, f"{type_name} '{name}'", reason + "; its output is unknown")
@@ -50,17 +60,24 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
     except LayerError as exc:
         state.note_error(loc, f"{kind.class_name} '{name}': {exc}")
         return OpaqueLayer(kind.class_name, name, loc, str(exc), hint)
-    return LayerRef(instance, kind.class_name, name, loc, hint)
+    ref = LayerRef(instance, kind.class_name, name, loc, hint)
+    ref.dtype_policy = (state.dtype_policy, state.dtype_source)
+    return ref
 
 
-def _input_hint(type_name: str, kwargs: dict) -> Optional[tuple]:
+def _input_hint(type_name: str, args: list, kwargs: dict) -> Optional[tuple]:
     """The input shape a layer declares for the model it starts (batch first)."""
     batch_shape = kwargs.get("batch_input_shape", kwargs.get("batch_shape"))
     if _is_shape(batch_shape):
         return tuple(batch_shape)
     shape = kwargs.get("input_shape")
     batch = kwargs.get("batch_size")
-    batch = batch if isinstance(batch, int) else None
+    batch = batch if isinstance(batch, int) and not isinstance(batch, bool) else None
+    if type_name == "InputLayer" and shape is None:
+        # Keras 3 InputLayer(shape=None, batch_size=None, ...); Keras 2 InputLayer(input_shape)
+        shape = args[0] if args else kwargs.get("shape")
+        if len(args) > 1 and batch is None and isinstance(args[1], int):
+            batch = args[1]
     if _is_shape(shape):
         return (batch,) + tuple(shape)
     dim = kwargs.get("input_dim")
@@ -113,9 +130,12 @@ def create_sequential(interp, args: list, kwargs: dict, node) -> SequentialModel
         given = args[1]  # Keras 2: Sequential(layers, name)
     name = given if isinstance(given, str) else state.unique_name("sequential")
     model = SequentialModel(name, interp.location(node))
+    model.dtype_policy = (state.dtype_policy, state.dtype_source)
     if isinstance(layers, (list, tuple)):
         for layer in layers:
-            _sequential_add(interp, model, layer, node)
+            _sequential_add(interp, model, layer, node, rebuild=False)
+        if layers:
+            _sequential_rebuild(state, model)
     elif layers is not None:
         state.note_unresolved(interp.location(node), f"Sequential '{name}'",
                               "its layer list is not known statically")
@@ -136,6 +156,7 @@ def create_functional(interp, args: list, kwargs: dict, node) -> Any:
         return Unknown("model whose inputs or outputs are unknown")
     name = given if isinstance(given, str) else state.unique_name("functional")
     model = FunctionalModel(name, loc, in_list, out_list)
+    model.dtype_policy = (state.dtype_policy, state.dtype_source)
     state.models.append(model)
     return model
 
@@ -168,21 +189,46 @@ def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
         inputs = args[0] if args else None
         if isinstance(inputs, (list, tuple)) and len(inputs) == 1:
             inputs = inputs[0]
-    return apply(interp.state, layer, inputs, interp.location(node))
+    # Keras records every symbolic tensor of the call as an input of the node (positional
+    # arguments first, then keyword arguments sorted by name: initial_state=, mask=, ...);
+    # they decide the layer order even when they do not change the output shape
+    parents = _producers(list(args)) + _producers([kwargs[k] for k in sorted(kwargs)])
+    return apply(interp.state, layer, inputs, interp.location(node), parents)
 
 
-def apply(state, layer, inputs: Any, loc: Location) -> Any:
-    """Run ``layer`` on ``inputs`` (a Tensor or a list of them), recording the call."""
+def _producers(values: list) -> list:
+    out = []
+    for value in values:
+        if isinstance(value, Tensor):
+            if value.producer:
+                out.append(value.producer)
+        elif isinstance(value, (list, tuple)):
+            out.extend(_producers(list(value)))
+        elif isinstance(value, dict):
+            out.extend(_producers([value[k] for k in sorted(value, key=str)]))
+    return out
+
+
+def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = None) -> Any:
+    """Run ``layer`` on ``inputs`` (a Tensor or a list of them), recording the call.
+
+    ``parents`` are the producers of every tensor in the call, when they are more than the
+    producers of ``inputs``."""
     tensors = inputs if isinstance(inputs, list) else [inputs]
-    parents = [t.producer for t in tensors if isinstance(t, Tensor) and t.producer]
+    if parents is None:
+        parents = [t.producer for t in tensors if isinstance(t, Tensor) and t.producer]
     unknown = next((t for t in tensors if not isinstance(t, Tensor) or t.shape is None), None)
     if unknown is not None or isinstance(layer, OpaqueLayer):
         reason = _unknown_reason(layer, unknown)
         layer.calls.append(CallRecord(None, None, parents))
         return Tensor(None, (layer, len(layer.calls) - 1, 0), reason=reason)
     shapes = [t.shape for t in tensors] if isinstance(inputs, list) else tensors[0].shape
+    if isinstance(layer, ModelLayer):
+        return _apply_model(state, layer, shapes, loc, parents)
     try:
-        out, weights = registry.call(layer.instance, shapes)
+        # weights as built, all trainable: the layer's trainable flag is read when the graph
+        # is made, as Keras reads it when asked (layer.trainable = False after the call)
+        out, weights = registry.call(replace(layer.instance, trainable=True), shapes)
     except LayerError as exc:
         state.note_error(loc, f"{layer.type} '{layer.name}' on input {format_shape(shapes)}: "
                               f"{exc}")
@@ -192,8 +238,195 @@ def apply(state, layer, inputs: Any, loc: Location) -> Any:
                       reason=f"{layer.type} '{layer.name}' cannot be built")
     if layer.weights is None:
         layer.weights = weights
+        for stem in _BUILD_SUBLAYER_NAMES.get(layer.type, ()):
+            state.unique_name(stem)
     layer.calls.append(CallRecord(shapes, out, parents))
     return output_tensors(layer, len(layer.calls) - 1)
+
+
+def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list) -> Any:
+    """A model called as a layer: its outputs for these inputs (weights are read later)."""
+    model = layer.model
+    if isinstance(model, SequentialModel) and not model.built:
+        if model.input_shape is None and not isinstance(shapes, list):
+            model.input_shape, model.input_source = shapes, f"its call at line {loc.line}"
+        _sequential_build(state, model)  # Keras builds it on the first call
+    try:
+        out = nested_output(model, shapes)
+    except LayerError as exc:
+        state.note_error(loc, f"{layer.type} '{layer.name}' on input {format_shape(shapes)}: "
+                              f"{exc}")
+        layer.error = str(exc)
+        out = None
+    except UnresolvedArgument as exc:
+        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", exc.reason)
+        layer.error = exc.reason
+        out = None
+    layer.calls.append(CallRecord(shapes, out, parents))
+    if out is None:
+        return Tensor(None, (layer, len(layer.calls) - 1, 0),
+                      reason=f"output of model '{layer.name}' not known statically")
+    return output_tensors(layer, len(layer.calls) - 1)
+
+
+def model_as_layer(model) -> ModelLayer:
+    """The one layer object that stands for ``model`` inside other models."""
+    if model.as_layer is None:
+        kind = "Sequential" if isinstance(model, SequentialModel) else "Functional"
+        model.as_layer = ModelLayer(model, model.name, kind, model.location,
+                                    dtype_policy=model.dtype_policy)
+    return model.as_layer
+
+
+def model_input_shapes(model) -> Optional[Any]:
+    """The input shape of a model (a list for several inputs), None if not known."""
+    if isinstance(model, SequentialModel):
+        return sequential_input(model, None)[0]
+    shapes = [t.shape for t in model.inputs]
+    if any(shape is None for shape in shapes):
+        return None
+    return shapes if len(shapes) > 1 else shapes[0]
+
+
+def nested_output(model, shapes, depth: int = 0) -> Any:
+    """Output shape(s) of ``model`` called on ``shapes``, without recording any call.
+
+    Raises LayerError when Keras would refuse the input, UnresolvedArgument when a part of
+    the model is not known statically."""
+    if depth > 32:
+        raise UnresolvedArgument("model", "models nested too deeply")
+    if isinstance(model, SequentialModel):
+        shape = shapes
+        for layer in model.layers:
+            if isinstance(layer, ModelLayer):
+                shape = nested_output(layer.model, shape, depth + 1)
+            elif isinstance(layer, LayerRef):
+                shape, _ = registry.call(layer.instance, shape)
+            else:
+                raise UnresolvedArgument("layers", f"layer '{layer.name}' is not modelled")
+        return shape
+    declared = model_input_shapes(model)
+    if declared is None:
+        raise UnresolvedArgument("inputs", "the model's input shape is not known statically")
+    given = shapes if isinstance(shapes, list) else [shapes]
+    wanted = declared if isinstance(declared, list) else [declared]
+    if len(given) != len(wanted) or any(
+            len(g) != len(w) or any(a is not None and b is not None and a != b
+                                    for a, b in zip(g, w))
+            for g, w in zip(given, wanted)):
+        raise LayerError(f"expects input {format_shape(declared)}")
+    outs = [t.shape for t in model.outputs]
+    if any(shape is None for shape in outs):
+        raise UnresolvedArgument("outputs", "the model's output shape is not known statically")
+    return outs if len(outs) > 1 else outs[0]
+
+
+def model_weights(model, depth: int = 0) -> list:
+    """Every weight of a model, with the trainable flags Keras would report now."""
+    if depth > 32:
+        return []
+    if isinstance(model, SequentialModel):
+        members = model.layers
+    else:
+        members = [layer for layer, _ in functional_order(model.inputs, model.outputs)]
+    weights = []
+    for layer in members:
+        if isinstance(layer, ModelLayer):
+            weights.extend(model_weights(layer.model, depth + 1))
+        elif isinstance(layer, LayerRef):
+            weights.extend(layer_weights(layer))
+    return weights
+
+
+def layer_weights(layer) -> list:
+    """A layer's weights with its current trainable flag applied."""
+    if layer.weights is None:
+        return []
+    if layer.instance.trainable:
+        return list(layer.weights)
+    return [Weight(w.name, w.shape, trainable=False) for w in layer.weights]
+
+
+def set_trainable(obj, value: bool) -> None:
+    """``obj.trainable = value``: on a model it reaches every layer inside (Keras 3 does so)."""
+    if isinstance(obj, LayerRef):
+        obj.instance.trainable = value
+    elif isinstance(obj, ModelLayer):
+        set_trainable(obj.model, value)
+    elif isinstance(obj, (SequentialModel, FunctionalModel)):
+        obj.trainable = value
+        if isinstance(obj, SequentialModel):
+            members = obj.layers
+        else:
+            members = [layer for layer, _ in functional_order(obj.inputs, obj.outputs)]
+        for layer in members:
+            if isinstance(layer, (LayerRef, ModelLayer)) and layer.type != "InputLayer":
+                set_trainable(layer, value)
+
+
+def model_layers(model) -> list:
+    """``model.layers``: what Keras lists (InputLayers too for functional models)."""
+    if isinstance(model, SequentialModel):
+        return [layer for layer in model.layers]
+    return [layer for layer, _ in functional_order(model.inputs, model.outputs)
+            if not isinstance(layer, TensorOp)]
+
+
+def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
+    """``x + y`` (or ``-x``, ``2 * x`` ...) where an operand is a symbolic tensor.
+
+    Keras 3 creates an op (``keras.ops.Add``) named from the shared counter (``add_2``), and
+    records it in the graph; the result has the operands' broadcast shape.
+    """
+    state = interp.state
+    loc = interp.location(node)
+    op = TensorOp(op_type, state.unique_name(to_snake_case(op_type)), loc)
+    tensors = [v for v in operands if isinstance(v, Tensor)]
+    parents = [t.producer for t in tensors if t.producer]
+    shapes = []
+    for value in operands:
+        if isinstance(value, Tensor):
+            shapes.append(value.shape)
+        elif isinstance(value, (int, float)):
+            shapes.append(())
+        else:
+            shapes.append(None)
+    if any(shape is None for shape in shapes):
+        op.calls.append(CallRecord(None, None, parents))
+        unknown = next((t for t in tensors if t.shape is None), None)
+        reason = unknown.reason if unknown is not None else \
+            f"'{op.name}' combines a tensor with a value not known statically"
+        return Tensor(None, (op, 0, 0), reason=reason or "input shape unknown")
+    try:
+        out = shapes[0]
+        for shape in shapes[1:]:
+            out = broadcast_shapes(out, shape)
+    except LayerError as exc:
+        state.note_error(loc, f"{op_type} '{op.name}' on inputs "
+                              f"{', '.join(format_shape(sh) for sh in shapes)}: {exc}")
+        op.calls.append(CallRecord(shapes, None, parents))
+        return Tensor(None, (op, 0, 0), reason=f"'{op.name}' cannot be computed")
+    op.calls.append(CallRecord(shapes, out, parents))
+    return Tensor(out, (op, 0, 0))
+
+
+def broadcast_shapes(first: tuple, second: tuple) -> tuple:
+    """NumPy broadcasting as Keras 3 does it for symbolic shapes (``None`` is unknown)."""
+    a, b = list(first), list(second)
+    a = [1] * (len(b) - len(a)) + a
+    b = [1] * (len(a) - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif x is None:
+            out.append(None if y == 1 else y)
+        elif y == 1 or y is None or y == x:
+            out.append(x)
+        else:
+            raise LayerError(f"shapes {format_shape(first)} and {format_shape(second)} "
+                             "cannot be broadcast together")
+    return tuple(out)
 
 
 def _unknown_reason(layer, tensor) -> str:
@@ -218,6 +451,8 @@ def output_tensors(layer, call_index: int) -> Any:
 
 _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict",
                   "predict_on_batch", "predict_generator", "evaluate", "test_on_batch"}
+_BUILDING_METHODS = {"fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
+                     "test_on_batch"}
 
 
 def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> Any:
@@ -226,40 +461,110 @@ def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> 
         _sequential_add(interp, model, args[0] if args else kwargs.get("layer"), node)
         return None
     if method == "pop" and isinstance(model, SequentialModel):
-        return model.layers.pop() if model.layers else None
+        layer = model.layers.pop() if model.layers else None
+        _sequential_rebuild(interp.state, model)
+        return layer
     if method == "build":
         shape = args[0] if args else kwargs.get("input_shape")
         if isinstance(model, SequentialModel) and _is_shape(shape):
-            model.input_shape = tuple(shape)
-            model.input_source = f"build() at line {loc.line}"
+            if not model.has_input_layer:
+                model.input_shape = tuple(shape)
+                model.input_source = f"build() at line {loc.line}"
+            _sequential_build(interp.state, model)
         return None
     if method in _USAGE_METHODS:
         model.usage.setdefault(method, []).append((args, kwargs, loc))
+        data = args[0] if args else kwargs.get("x")
+        if (isinstance(model, SequentialModel) and method in _BUILDING_METHODS
+                and not model.built and isinstance(data, Array) and model.layers):
+            _sequential_build(interp.state, model)  # Keras builds it on the first batch
         return Unknown(f"result of {method}()")
     if method == "summary":
         return None
+    if method == "get_layer":
+        wanted = args[0] if args else kwargs.get("name")
+        index = args[1] if len(args) > 1 else kwargs.get("index")
+        members = model_layers(model)
+        if isinstance(wanted, str):
+            found = next((layer for layer in members if layer.name == wanted), None)
+            if found is not None:
+                return found
+        elif isinstance(index, int) and -len(members) <= index < len(members):
+            return members[index]
+        return Unknown("get_layer() of a layer not found statically")
     return Unknown(f"model method {method}() is not evaluated")
 
 
-def _sequential_add(interp, model: SequentialModel, layer: Any, node) -> None:
+def _sequential_add(interp, model: SequentialModel, layer: Any, node, rebuild: bool = True,
+                    ) -> None:
     loc = interp.location(node)
+    state = interp.state
     if isinstance(layer, Tensor) and layer.producer and layer.producer[0].type == "InputLayer":
         model.input_shape = layer.shape
         model.input_source = f"Input at line {layer.producer[0].location.line}"
+        model.has_input_layer = True
         return
     if isinstance(layer, LayerRef) and layer.type == "InputLayer":
         hint = layer.input_hint
         if hint is not None:
             model.input_shape = hint
             model.input_source = f"InputLayer at line {layer.location.line}"
+        model.has_input_layer = True
         return
-    if isinstance(layer, (LayerRef, OpaqueLayer)):
+    if isinstance(layer, (SequentialModel, FunctionalModel)):
+        if layer is model:
+            state.note_error(loc, f"Sequential '{model.name}' cannot contain itself")
+            return
+        layer = model_as_layer(layer)
+    if isinstance(layer, (LayerRef, OpaqueLayer, ModelLayer)):
+        if not model.layers and not model.has_input_layer and layer.input_hint is not None:
+            # Keras 3 Sequential.add: the first layer's input_shape= becomes an InputLayer,
+            # named then (it takes the next "input_layer" name)
+            state.unique_name("input_layer")
+            model.has_input_layer = True
+        if not model.layers and getattr(layer, "dtype_policy", None) is not None:
+            model.dtype_policy = layer.dtype_policy  # layers compute in the policy they were made in
         model.layers.append(layer)
+        if rebuild:
+            _sequential_rebuild(state, model)
         return
     interp.state.note_unresolved(loc, f"Sequential '{model.name}' layer",
                                  "a layer that is not known statically was added; "
                                  "later shapes are unknown")
     model.layers.append(OpaqueLayer("?", "?", loc, "layer not known statically"))
+
+
+def _sequential_rebuild(state, model: SequentialModel) -> None:
+    """Keras 3 ``Sequential._maybe_rebuild``: with an InputLayer and at least one layer, the
+    model is built again, and each build creates an internal Functional that takes the next
+    ``functional`` name (so it changes the default names of functional models made later)."""
+    model.built = False
+    if model.layers and (model.has_input_layer or _starts_with_built_model(model)):
+        _sequential_build(state, model)
+
+
+def _starts_with_built_model(model: SequentialModel) -> bool:
+    """Keras builds a Sequential whose first layer is a model with a known input shape."""
+    first = model.layers[0]
+    return (isinstance(first, ModelLayer) and len(model.layers) > 1 and first.model.built
+            and model_input_shapes(first.model) is not None)
+
+
+def _sequential_build(state, model: SequentialModel) -> None:
+    """Keras 3 ``Sequential.build``: an InputLayer is put first if there is none yet."""
+    if not model.layers:
+        return
+    if not model.has_input_layer:
+        state.unique_name("input_layer")
+        model.has_input_layer = True
+        first = model.layers[0]
+        if model.input_shape is None and isinstance(first, ModelLayer):
+            shape = model_input_shapes(first.model)
+            if shape is not None and not isinstance(shape, list):
+                model.input_shape = shape
+                model.input_source = f"input of model '{first.name}'"
+    state.unique_name("functional")
+    model.built = True
 
 
 # ---------------------------------------------------------------------- to ModelGraph
@@ -280,6 +585,12 @@ def sequential_input(model: SequentialModel, input_override: Optional[tuple]) ->
     if model.layers and model.layers[0].input_hint is not None:
         first = model.layers[0]
         return first.input_hint, f"input_shape of the first layer (line {first.location.line})"
+    if model.layers and isinstance(model.layers[0], ModelLayer):
+        first = model.layers[0]
+        if first.model is not model:
+            shape = model_input_shapes(first.model)
+            if shape is not None and not isinstance(shape, list):
+                return shape, f"input of model '{first.name}'"
     for method in ("train_on_batch", "fit", "predict", "predict_on_batch", "evaluate"):
         for args, kwargs, loc in model.usage.get(method, []):
             data = args[0] if args else kwargs.get("x")
@@ -310,7 +621,9 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
 
 
 def _functional_graph(state, model: FunctionalModel) -> ModelGraph:
-    order = functional_order(model.inputs, model.outputs)
+    # operations on tensors (x + y) take part in the order but are not layers of the model
+    order = [(layer, indices) for layer, indices in functional_order(model.inputs, model.outputs)
+             if not isinstance(layer, TensorOp)]
     graph = ModelGraph(name=model.name, location=model.location, kind="Functional",
                        variable=model.variable)
     graph.input_shapes = [t.shape for t in model.inputs if t.shape is not None]
@@ -329,8 +642,12 @@ def _node(layer, call_indices: list) -> LayerNode:
     unresolved = None
     if any(r.output_shape is None for r in records):
         unresolved = layer.error or "input shape unknown"
+    if isinstance(layer, ModelLayer):
+        config, weights = {"model": layer.model.name}, model_weights(layer.model)
+    else:
+        config, weights = dict(layer.instance.config), layer_weights(layer)
     return LayerNode(name=layer.name, type=layer.type, location=layer.location,
-                     config=dict(layer.instance.config), weights=list(layer.weights or []),
+                     config=config, weights=weights,
                      input_shapes=[r.input_shapes for r in records],
                      output_shapes=[r.output_shape for r in records if r.output_shape is not None]
                      if unresolved is None else [], unresolved=unresolved)

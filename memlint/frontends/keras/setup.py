@@ -10,32 +10,42 @@ KERAS_DEFAULT_BATCH = 32  # fit(), predict() and evaluate() without batch_size
 ASSUMED_OPTIMIZER = "adam"  # when no compile() is found
 
 
-def training_setup(model, state) -> TrainingSetup:
-    """Mode, batch size, optimizer and dtype policy, each with where it came from."""
+def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
+    """Mode, batch size, optimizer and dtype policy, each with where it came from.
+
+    ``fixed_batch`` is the batch dimension the model's input declares, if it declares one:
+    Keras accepts no other, so it wins over Keras's default batch size.
+    """
     usage = model.usage
-    setup = TrainingSetup(dtype_policy=state.dtype_policy, dtype_source=state.dtype_source)
+    policy, source = model.dtype_policy or (state.dtype_policy, state.dtype_source)
+    setup = TrainingSetup(dtype_policy=policy, dtype_source=source)
     setup.optimizer = _optimizer(usage)
 
     for method in ("train_on_batch", "fit", "fit_generator"):
         for args, kwargs, loc in usage.get(method, []):
             setup.mode, setup.mode_source, setup.location = "train", f"{method}() at line " \
                                                                      f"{loc.line}", loc
-            _batch_from_call(setup, method, args, kwargs, loc)
+            _batch_from_call(setup, method, args, kwargs, loc, fixed_batch)
             return setup
     for method in ("predict", "predict_on_batch", "predict_generator"):
         for args, kwargs, loc in usage.get(method, []):
             setup.mode, setup.mode_source, setup.location = "infer", f"{method}() at line " \
                                                                      f"{loc.line}", loc
-            _batch_from_call(setup, method, args, kwargs, loc)
+            _batch_from_call(setup, method, args, kwargs, loc, fixed_batch)
             return setup
     setup.mode, setup.mode_source = "train", "assumed (no fit/predict call found)"
+    if fixed_batch is not None:
+        setup.batch_size = fixed_batch
+        setup.batch_source = "fixed batch dimension of the model input"
+        return setup
     setup.batch_size = KERAS_DEFAULT_BATCH
     setup.batch_source = f"assumed ({KERAS_DEFAULT_BATCH}, Keras's default; no fit/predict " \
                          "call found)"
     return setup
 
 
-def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc) -> None:
+def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
+                     fixed_batch=None) -> None:
     data = args[0] if args else kwargs.get("x")
     rows = data.shape[0] if isinstance(data, Array) and data.shape else None
     if method.endswith("_on_batch"):
@@ -48,6 +58,10 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc) -> No
     if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
         setup.batch_size, setup.batch_source = batch, f"{method}(batch_size={batch}) at line " \
                                                       f"{loc.line}"
+        return
+    if fixed_batch is not None:
+        setup.batch_size = fixed_batch
+        setup.batch_source = "fixed batch dimension of the model input"
         return
     if method.endswith("_generator"):
         setup.batch_size = KERAS_DEFAULT_BATCH

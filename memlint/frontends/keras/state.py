@@ -38,9 +38,15 @@ class FileState:
         self._name_counts[stem] = count + 1
         return stem if count == 0 else f"{stem}_{count}"
 
-    def bind_variable(self, name: str, value: Any) -> None:
-        """Remember the first variable a model is assigned to (for reports and oracles)."""
-        if value in self.models and getattr(value, "variable", None) is None:
+    def bind_variable(self, name: str, value: Any, module_level: bool = True) -> None:
+        """Remember the first module-level variable a model is assigned to (for reports and
+        oracles); a name inside a function is kept only until a module-level one comes."""
+        if not any(value is model for model in self.models):
+            return
+        if module_level and not getattr(value, "variable_is_global", False):
+            value.variable = name
+            value.variable_is_global = True
+        elif getattr(value, "variable", None) is None:
             value.variable = name
 
     def _diagnostic(self, spec: tuple, location: Location, message: str) -> None:

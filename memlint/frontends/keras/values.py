@@ -13,7 +13,8 @@ from typing import Any, Optional
 from memlint.ir import Location, OptimizerSpec
 from memlint.layers.base import LayerInstance, Unknown
 
-__all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "SequentialModel",
+__all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
+           "ModelLayer", "SequentialModel",
            "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Unknown", "is_unknown"]
 
 
@@ -57,8 +58,9 @@ class LayerRef:
     location: Location
     input_hint: Optional[tuple] = None  # from input_shape= / batch_input_shape= / input_dim=
     calls: list = field(default_factory=list)  # list of (input shapes, output shapes, inbound)
-    weights: Optional[list] = None  # set when first built
+    weights: Optional[list] = None  # set when first built, all trainable; see instance.trainable
     error: Optional[str] = None  # LayerError message from building it
+    dtype_policy: Optional[tuple] = None  # (global policy, where it was set) when created
 
 
 @dataclass(eq=False)
@@ -74,6 +76,21 @@ class OpaqueLayer:
 
 
 @dataclass(eq=False)
+class TensorOp:
+    """An operation on symbolic tensors that is not a layer (``x + y`` in the functional API).
+
+    Keras 3 records it in the model graph (it takes part in the layer order and takes a name
+    such as ``add_1`` from the same counter as the layer of that name) but does not list it
+    in ``model.layers``.
+    """
+
+    type: str  # the Keras op class: Add, Subtract, Multiply, TrueDivide, ...
+    name: str
+    location: Location
+    calls: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class SequentialModel:
     """``Sequential`` under construction: its layers, name and any input shape given."""
 
@@ -84,6 +101,12 @@ class SequentialModel:
     input_source: str = ""
     usage: dict = field(default_factory=dict)  # compile/fit/predict facts
     variable: Optional[str] = None
+    variable_is_global: bool = False  # variable is a module-level name
+    has_input_layer: bool = False  # Keras 3 has put an InputLayer first in its layer stack
+    built: bool = False  # Keras 3 has built it (its internal Functional exists)
+    dtype_policy: Optional[tuple] = None  # (global policy, where set) when its layers were made
+    trainable: bool = True
+    as_layer: Optional["ModelLayer"] = None  # the model used as a layer of another model
 
 
 @dataclass(eq=False)
@@ -96,6 +119,39 @@ class FunctionalModel:
     outputs: list
     usage: dict = field(default_factory=dict)
     variable: Optional[str] = None
+    variable_is_global: bool = False  # variable is a module-level name
+    dtype_policy: Optional[tuple] = None  # (global policy, where it was set) when created
+    trainable: bool = True
+    as_layer: Optional["ModelLayer"] = None  # the model used as a layer of another model
+    built: bool = True
+
+
+@dataclass(eq=False)
+class ModelLayer:
+    """A model used as a layer of another model (added to a Sequential, or called on a tensor).
+
+    Keras lists it in the outer model's layers under the inner model's name and class, with
+    all the inner model's weights."""
+
+    model: Any  # SequentialModel | FunctionalModel
+    name: str
+    type: str  # "Sequential" or "Functional"
+    location: Location
+    calls: list = field(default_factory=list)
+    error: Optional[str] = None
+    input_hint: Optional[tuple] = None
+    dtype_policy: Optional[tuple] = None
+
+
+@dataclass(eq=False)
+class UserFunction:
+    """A function defined in the analysed file; calls to it are inlined by the interpreter."""
+
+    name: str
+    node: Any  # the libcst FunctionDef
+    defaults: dict  # parameter name -> default value, evaluated where the def was
+    closure: tuple  # enclosing function scopes (innermost first) for nested functions
+    location: Location
 
 
 @dataclass
