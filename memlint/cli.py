@@ -35,7 +35,7 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
-    parser.add_argument("--output-format", choices=("text", "json", "github"),
+    parser.add_argument("--output-format", choices=("text", "json", "github", "sarif"),
                         help="output format (default: text; github under GitHub Actions)")
 
 

@@ -29,3 +29,25 @@ def test_info_becomes_notice_and_errors_rank_first():
     diags = [_diag("info", 1), _diag("warning", 2), _diag("error", 9)]
     assert [d.severity for d in ranked(diags)] == ["error", "warning", "info"]
     assert annotation(_diag("info")).startswith("::notice ")
+
+
+def test_sarif_document_structure():
+    from memlint.reporters.sarif import document
+
+    class Report:
+        diagnostics = [_diag("warning", 4, message="too big: 3 GiB")]
+
+    doc = document([Report()])
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    assert run["tool"]["driver"]["name"] == "memlint"
+    ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert "MEM001" in ids and all(r["shortDescription"]["text"]
+                                   for r in run["tool"]["driver"]["rules"])
+    (result,) = run["results"]
+    assert result["ruleId"] == "MEM001" and result["level"] == "warning"
+    assert ids[result["ruleIndex"]] == "MEM001"
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "a.py"
+    assert loc["region"] == {"startLine": 4, "startColumn": 5, "endColumn": 9}
+    assert result["partialFingerprints"]["memlintFingerprint/v1"]
