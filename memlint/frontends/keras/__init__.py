@@ -7,6 +7,13 @@ plus diagnostics for what could not be resolved.
 
 from __future__ import annotations
 
+import ast
+import io
+import sys
+import threading
+import tokenize
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -29,10 +36,104 @@ class FrontendResult:
     definitions: list = field(default_factory=list)  # (kind, name, Location) not evaluated
 
 
+MAX_SOURCE_CHARS = 500_000  # larger files are not analysed (libcst needs ~10 s per MB)
+MAX_NESTING = 100  # syntax nesting (expressions in expressions ...) beyond any real model script
+_RECURSION_LIMIT = 4_000  # libcst and the interpreter recurse a few frames per nesting level
+
+_limit_lock = threading.Lock()
+_limit_users = 0
+_saved_limit = 0
+
+
+@contextmanager
+def _recursion_room():
+    """Raise Python's recursion limit while analysing (restored when the last analysis ends)."""
+    global _limit_users, _saved_limit
+    with _limit_lock:
+        if _limit_users == 0:
+            _saved_limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_saved_limit, _RECURSION_LIMIT))
+        _limit_users += 1
+    try:
+        yield
+    finally:
+        with _limit_lock:
+            _limit_users -= 1
+            if _limit_users == 0:
+                sys.setrecursionlimit(_saved_limit)
+
+
+def _nesting_problem(source: str) -> Optional[str]:
+    """Why the file is too large or too deeply nested to analyse, or None.
+
+    Uses the standard library's parser (which never runs the code) to measure nesting
+    before libcst, whose parser and printer recurse once per level, sees the file."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return f"the file has more than {MAX_SOURCE_CHARS:,} characters; it is not analysed"
+    # brackets first: CPython refuses more than 200 levels with a SyntaxError, libcst does not
+    # (and its parser can overflow the C stack on thousands)
+    if _bracket_depth(source) > MAX_NESTING:
+        return f"the file nests brackets more than {MAX_NESTING} levels deep; it is not analysed"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except SyntaxError:
+        return None  # libcst reports it with its position
+    except (RecursionError, MemoryError, ValueError):
+        return "the file nests expressions too deeply to analyse"
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"the file nests expressions more than {MAX_NESTING} levels deep; " \
+                   "it is not analysed"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _bracket_depth(source: str) -> int:
+    """The deepest nesting of (), [] and {} in the file (up to where tokenizing fails)."""
+    depth = deepest = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.OP:
+                if token.string in "([{":
+                    depth += 1
+                    deepest = max(deepest, depth)
+                elif token.string in ")]}":
+                    depth -= 1
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass  # malformed files: libcst reports where
+    return deepest
+
+
 def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = None,
                    ) -> FrontendResult:
-    """Analyse Keras model source text; ``input_shape`` (batch first) overrides the code's."""
+    """Analyse Keras model source text; ``input_shape`` (batch first) overrides the code's.
+
+    Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
+    come back as diagnostics, with whatever models could be found."""
     state = FileState(path)
+    problem = _nesting_problem(source)
+    if problem is not None:
+        state.note_budget(Location(path, 1, 1), problem)
+        return FrontendResult(diagnostics=state.diagnostics)
+    with _recursion_room():
+        try:
+            return _analyze(source, path, state, input_shape)
+        except (RecursionError, MemoryError) as exc:
+            reason = "nesting too deep" if isinstance(exc, RecursionError) else "out of memory"
+            state.note_budget(Location(path, 1, 1), f"analysis stopped ({reason})")
+            return FrontendResult(diagnostics=state.diagnostics)
+        except Exception as exc:  # a bug in memlint must not break the user's commit hook
+            state.note_budget(Location(path, 1, 1), "analysis stopped by an internal error in "
+                                                     f"memlint ({type(exc).__name__}: {exc}); "
+                                                     "please report it")
+            return FrontendResult(diagnostics=state.diagnostics)
+
+
+def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendResult:
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:

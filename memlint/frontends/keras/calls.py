@@ -8,6 +8,7 @@ constructors and a few builtins are modelled here; any other call evaluates to a
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import memlint.layers as registry
@@ -17,6 +18,7 @@ from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel,
                                             OpaqueLayer, Optimizer, Policy, Ref,
                                             ModelLayer, SequentialModel, Tensor, Unknown,
                                             UserFunction, is_unknown)
+from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.ir import OptimizerSpec
 
 BUILTINS = frozenset({
@@ -35,6 +37,10 @@ _KERAS1_MERGE_MODES = {"sum": "Add", "mul": "Multiply", "concat": "Concatenate",
 
 _MATH = {"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt,
          "math.log2": math.log2, "math.prod": lambda *a: math.prod(a)}
+_DEVICE_LISTS = {"tensorflow.config.list_physical_devices",
+                 "tensorflow.config.experimental.list_physical_devices",
+                 "tensorflow.config.list_logical_devices",
+                 "tensorflow.config.experimental.list_logical_devices"}
 _NUMPY_SIZE_FUNCS = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full"}
 # TensorFlow tensor constructors whose first argument is the shape
 _TF_SHAPE_FUNCS = {"tensorflow.zeros", "tensorflow.ones", "tensorflow.fill",
@@ -132,8 +138,24 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
     if isinstance(func, ModelLayer):
         return models.call_layer(interp, func, args, kwargs, node)
     if is_unknown(func):
-        return Unknown(f"call of a value not known statically ({func.reason})")
+        if getattr(func, "constructed", None) and _has_tensor(args, kwargs):
+            # an object of a class memlint does not know, called on tensors: a custom layer
+            layer = models.opaque_layer_from(interp, func)
+            return models.call_layer(interp, layer, args, kwargs, node)
+        result = Unknown(f"call of a value not known statically ({func.reason})")
+        class_name = getattr(func, "class_name", None)
+        if class_name:  # a class defined in the analysed file: maybe a custom layer
+            result.constructed = (class_name, interp.location(node),
+                                  "a class defined in this file, not evaluated")
+        return result
     return Unknown("call of a value that is not callable statically")
+
+
+def _has_tensor(args: list, kwargs: dict) -> bool:
+    values = list(args) + list(kwargs.values())
+    return any(isinstance(v, Tensor) or (isinstance(v, (list, tuple))
+                                         and any(isinstance(t, Tensor) for t in v))
+               for v in values)
 
 
 def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
@@ -179,6 +201,10 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return state.context.data_format
     if name == "keras.backend.image_dim_ordering":
         return "th" if state.context.data_format == "channels_first" else "tf"
+    if name in _DEVICE_LISTS:
+        # the machine's devices: one stands for all, so `for gpu in gpus:` bodies and
+        # `if gpus:` branches (memory-growth settings) are followed without a note
+        return [Unknown("a device of the machine that runs the code")]
     if name == "keras.utils.to_categorical":
         return _to_categorical(args, kwargs)
     if name in _LIKE_FUNCS and args and isinstance(args[0], Array):
@@ -189,10 +215,17 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if name.startswith("numpy."):
         return _numpy(name, args, kwargs)
     if name.startswith("builtins."):
-        return _builtin(short, args, kwargs)
+        return _builtin(state, short, args, kwargs)
     if name in _MATH and args and all(isinstance(a, (int, float)) for a in args):
-        return _MATH[name](*args)
-    return Unknown(f"call to {name} is not evaluated")
+        try:
+            return _MATH[name](*args)
+        except (ValueError, OverflowError, TypeError):
+            return Unknown(f"{name}() failed on these arguments")
+    result = Unknown(f"call to {name} is not evaluated")
+    if short[:1].isupper():  # a class: if it is used as a layer, it is a custom layer
+        result.constructed = (short, interp.location(node),
+                              f"{name} is not a layer memlint knows (custom or third-party?)")
+    return result
 
 
 def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -> Any:
@@ -203,10 +236,15 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             obj.append(args[0])
             return None
         if method == "extend" and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            if len(obj) + len(args[0]) > MAX_SEQUENCE or not interp.state.allocate(len(args[0])):
+                return Unknown("list too large to evaluate")
             obj.extend(args[0])
             return None
         if method == "pop" and obj:
-            return obj.pop(args[0] if args and isinstance(args[0], int) else -1)
+            try:
+                return obj.pop(args[0] if args and isinstance(args[0], int) else -1)
+            except IndexError:
+                return Unknown("pop index out of range in the analysed code")
         if method in ("index", "count") and len(args) == 1:
             try:
                 return getattr(obj, method)(args[0])
@@ -220,11 +258,17 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
         if method == "values":
             return list(obj.values())
         if method == "get" and args:
-            return obj.get(args[0], args[1] if len(args) > 1 else None)
+            try:
+                return obj.get(args[0], args[1] if len(args) > 1 else None)
+            except TypeError:
+                return Unknown("dict key not known statically")
         if method == "update" and len(args) == 1 and isinstance(args[0], dict):
             obj.update(args[0])
             return None
     if isinstance(obj, str) and all(not is_unknown(a) for a in args):
+        size = _str_result_size(obj, method, args, kwargs)
+        if size is None or size > MAX_SEQUENCE or not interp.state.allocate(size):
+            return Unknown(f"str.{method} result too large or not known statically")
         try:
             return getattr(obj, method)(*args, **kwargs)
         except Exception:
@@ -335,9 +379,52 @@ def _numpy(name: str, args: list, kwargs: dict):
     return Array(dims)
 
 
-def _builtin(name: str, args: list, kwargs: dict):
+# Field widths or precisions that could build a huge string: 10,000 or more, or taken from
+# the arguments ('%*d', '{:{width}}')
+_HUGE_FIELD = re.compile(r"%[-+ #0]*(\*|\d{5,})|%[-+ #0]*\d*\.(\*|\d{5,})"
+                         r"|\{[^{}]*:[^{}]*(\{|\d{5,})")
+_MATERIALISING = {"zip", "enumerate", "reversed", "sorted", "min", "max", "sum", "list",
+                  "tuple", "dict"}
+
+
+def safe_format(template: str) -> bool:
+    """Whether ``template % ...`` / ``template.format(...)`` has no huge field widths."""
+    return _HUGE_FIELD.search(template) is None
+
+
+def _str_result_size(text: str, method: str, args: list, kwargs: dict):
+    """An upper bound of the length of ``text.method(*args)``; None when it cannot be bounded."""
+    if method in ("lower", "upper"):
+        return len(text)
+    if method == "format":
+        if not safe_format(text):
+            return None
+        values = [*args, *kwargs.values()]
+        return len(text) * (1 + len(values)) + sum(len(str(v)) for v in values
+                                                   if isinstance(v, (int, float, str)))
+    if method == "join" and len(args) == 1 and isinstance(args[0], (list, tuple)):
+        items = args[0]
+        return sum(len(i) for i in items if isinstance(i, str)) + len(text) * len(items)
+    if method == "replace" and len(args) >= 2 and all(isinstance(a, str) for a in args[:2]):
+        old, new = args[0], args[1]
+        count = text.count(old) if old else len(text) + 1
+        return len(text) + count * len(new)
+    return None
+
+
+def _iterable_size(value):
+    if isinstance(value, (range, list, tuple, str, dict)):
+        return len(value)
+    return 0
+
+
+def _builtin(state, name: str, args: list, kwargs: dict):
     if any(is_unknown(a) for a in args) or any(is_unknown(v) for v in kwargs.values()):
         return Unknown(f"{name}() of a value not known statically")
+    if name in _MATERIALISING:
+        size = sum(_iterable_size(a) for a in args)
+        if size > MAX_SEQUENCE or not state.allocate(size):
+            return Unknown(f"{name}() of a sequence too large to evaluate")
     try:
         if name == "range":
             return range(*args)

@@ -21,14 +21,13 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from memlint.frontends.keras import calls, models
 from memlint.frontends.keras.names import canonical
-from memlint.frontends.keras.state import FileState
+from memlint.frontends.keras.state import MAX_SEQUENCE, FileState
 from memlint.frontends.keras.values import Ref, Tensor, Unknown, UserFunction, is_unknown
 from memlint.ir import Location
 
 MAX_STEPS = 200_000  # expression/statement evaluations per file
 MAX_LOOP_ITERATIONS = 10_000  # iterations of one loop
 MAX_INT_BITS = 256  # larger integer results are treated as unknown
-MAX_SEQUENCE = 100_000  # larger lists/strings built by * or + are treated as unknown
 MAX_CALL_DEPTH = 16  # nested calls of functions defined in the analysed file
 
 
@@ -96,7 +95,15 @@ class Interpreter:
     def run(self) -> None:
         """Evaluate the whole module, stopping cleanly when the budget runs out."""
         try:
-            self.exec_block(self.wrapper.module.body)
+            for stmt in self.wrapper.module.body:
+                try:
+                    self.exec_statement(stmt)
+                except (BudgetExceeded, _Return, _LoopControl, RecursionError, MemoryError):
+                    raise
+                except Exception as exc:  # a bug in memlint: keep what the rest gives
+                    self.state.note_budget(
+                        self.location(stmt), f"statement not analysed: internal error in "
+                                             f"memlint ({type(exc).__name__}: {exc})")
         except BudgetExceeded as exc:
             loc = exc.args[0]
             self.state.note_budget(loc, f"analysis stopped after {MAX_STEPS:,} steps; "
@@ -141,8 +148,9 @@ class Interpreter:
             self.define_function(stmt)
         elif isinstance(stmt, cst.ClassDef):
             name = stmt.name.value
-            self.set_name(name, Unknown(f"class '{name}' defined in the analysed file is not "
-                                        "evaluated"))
+            value = Unknown(f"class '{name}' defined in the analysed file is not evaluated")
+            value.class_name = name
+            self.set_name(name, value)
             self.state.definitions.append(("class", name, self.location(stmt)))
 
     def exec_small(self, small: cst.CSTNode) -> None:
@@ -227,7 +235,7 @@ class Interpreter:
 
     def exec_if(self, stmt: cst.If) -> None:
         test = self.eval(stmt.test)
-        if is_unknown(test) or not _is_plain(test):
+        if not _has_truth(test):
             self.state.note_unresolved(
                 self.location(stmt.test), "if condition",
                 "the condition is not known statically; the first branch was followed")
@@ -501,14 +509,14 @@ class Interpreter:
 
     def eval_IfExp(self, node):
         test = self.eval(node.test)
-        if is_unknown(test) or not _is_plain(test):
+        if not _has_truth(test):
             return Unknown("conditional expression on a value not known statically")
         return self.eval(node.body) if test else self.eval(node.orelse)
 
     def eval_UnaryOperation(self, node):
         value = self.eval(node.expression)
         if isinstance(node.operator, cst.Not):
-            return Unknown("not of an unknown value") if not _is_plain(value) else not value
+            return Unknown("not of an unknown value") if not _has_truth(value) else not value
         if isinstance(value, Tensor) and isinstance(node.operator, cst.Minus):
             return models.tensor_operation(self, "Negative", [value], node)
         if not isinstance(value, (int, float)):
@@ -541,11 +549,24 @@ class Interpreter:
         if op is operator.pow and isinstance(left, int) and isinstance(right, int):
             if right < 0 or right * max(abs(left), 2).bit_length() > MAX_INT_BITS:
                 return Unknown("power too large to evaluate")
+        size = 0
         if op is operator.mul:
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
-                    if len(seq) * max(n, 0) > MAX_SEQUENCE:
-                        return Unknown("sequence too large to evaluate")
+                    size = len(seq) * max(n, 0)
+        elif op is operator.add and isinstance(left, (str, list, tuple)) \
+                and isinstance(right, (str, list, tuple)):
+            size = len(left) + len(right)
+        elif op is operator.mod and isinstance(left, str):
+            if not calls.safe_format(left):
+                return Unknown("string formatting with a huge field width is not evaluated")
+            size = len(left) + len(str(right)) if _is_plain(right) else len(left)
+        if size > MAX_SEQUENCE:
+            return Unknown("sequence too large to evaluate")
+        if size and not self.state.allocate(size):
+            self.state.note_budget(self.location(node), "the analysed code builds very large "
+                                   "lists or strings; they are not evaluated")
+            return Unknown("sequence too large to evaluate")
         try:
             result = op(left, right)
         except Exception:
@@ -558,7 +579,7 @@ class Interpreter:
 
     def eval_BooleanOperation(self, node):
         left = self.eval(node.left)
-        if not _is_plain(left):
+        if not _has_truth(left):
             return Unknown("boolean operation on a value not known statically")
         if isinstance(node.operator, cst.And):
             return self.eval(node.right) if left else left
@@ -648,6 +669,14 @@ def _is_plain(value: Any) -> bool:
     if isinstance(value, dict):
         return all(_is_plain(v) for v in value.values())
     return False
+
+
+def _has_truth(value: Any) -> bool:
+    """Whether ``bool(value)`` is known: plain values, and containers (by their length, even
+    when what they hold is not known)."""
+    if isinstance(value, (list, tuple, dict, str, range)):
+        return True
+    return _is_plain(value)
 
 
 def _hashable(value: Any) -> bool:

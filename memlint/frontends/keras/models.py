@@ -47,20 +47,29 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
     stem = to_snake_case(kind.class_name if kind else type_name)
     name = given if isinstance(given, str) else state.unique_name(stem)
     hint = _input_hint(type_name, args, kwargs)
+    keras3_input = type_name != "InputLayer" and any(
+        kwargs.get(key) is not None for key in ("input_shape", "input_dim"))
     if kind is None:
         reason = f"layer type {type_name} is not modelled by memlint"
         state.note_unresolved(loc, f"{type_name} '{name}'", reason + "; its output is unknown")
-        return OpaqueLayer(type_name, name, loc, reason, hint)
+        return OpaqueLayer(type_name, name, loc, reason, hint, keras3_input_arg=keras3_input)
     try:
         instance = registry.instantiate(type_name, Args(list(args), dict(kwargs), state.context),
                                         location=loc)
     except UnresolvedArgument as exc:
         state.note_unresolved(loc, f"{kind.class_name} '{name}'", str(exc))
-        return OpaqueLayer(kind.class_name, name, loc, str(exc), hint)
+        return OpaqueLayer(kind.class_name, name, loc, str(exc), hint,
+                           keras3_input_arg=keras3_input)
     except LayerError as exc:
         state.note_error(loc, f"{kind.class_name} '{name}': {exc}")
-        return OpaqueLayer(kind.class_name, name, loc, str(exc), hint)
-    ref = LayerRef(instance, kind.class_name, name, loc, hint)
+        return OpaqueLayer(kind.class_name, name, loc, str(exc), hint,
+                           keras3_input_arg=keras3_input)
+    except Exception as exc:  # a layer kind that fails on odd arguments: not the user's fault
+        reason = f"memlint cannot interpret these arguments ({type(exc).__name__}: {exc})"
+        state.note_unresolved(loc, f"{kind.class_name} '{name}'", reason)
+        return OpaqueLayer(kind.class_name, name, loc, reason, hint,
+                           keras3_input_arg=keras3_input)
+    ref = LayerRef(instance, kind.class_name, name, loc, hint, keras3_input_arg=keras3_input)
     ref.dtype_policy = (state.dtype_policy, state.dtype_source)
     return ref
 
@@ -178,12 +187,13 @@ def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
     if not args and "inputs" in kwargs:
         args = [kwargs["inputs"]]
     multi = isinstance(layer, LayerRef) and layer.instance.kind.multi_input
-    if multi and len(args) > 1:
-        inputs = list(args)  # MultiHeadAttention(query, value, key)
+    if multi and len(args) == 1 and isinstance(args[0], (list, tuple)):
+        inputs = list(args[0])  # merge layers: Add()([a, b])
     elif multi:
-        inputs = list(args[0]) if args and isinstance(args[0], (list, tuple)) else args[:1]
-        for key in ("value", "key"):
-            if key in kwargs:
+        # MultiHeadAttention(query, value, key=None): positionally or by keyword
+        inputs = list(args[:3])
+        for position, key in enumerate(("query", "value", "key")):
+            if position == len(inputs) and key in kwargs:
                 inputs.append(kwargs[key])
     else:
         inputs = args[0] if args else None
@@ -193,7 +203,31 @@ def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
     # arguments first, then keyword arguments sorted by name: initial_state=, mask=, ...);
     # they decide the layer order even when they do not change the output shape
     parents = _producers(list(args)) + _producers([kwargs[k] for k in sorted(kwargs)])
-    return apply(interp.state, layer, inputs, interp.location(node), parents)
+    options = {k: v for k, v in kwargs.items() if k in _CALL_OPTIONS}
+    return apply(interp.state, layer, inputs, interp.location(node), parents, options)
+
+
+# Call arguments that change what a layer returns (not how it is built)
+_CALL_OPTIONS = {"return_attention_scores"}
+
+
+def _with_call_options(layer, shapes, out, options: dict):
+    """The output of a call given call-time options such as ``return_attention_scores``."""
+    if layer.type == "MultiHeadAttention" and options.get("return_attention_scores") is True:
+        return [out, attention_scores_shape(layer.instance.config, shapes)]
+    return out
+
+
+def attention_scores_shape(config: dict, shapes: list) -> tuple:
+    """Shape of MultiHeadAttention's scores as Keras 3 reports it symbolically.
+
+    ``MultiHeadAttention.compute_output_spec`` gives ``(batch, heads, query_len, query_len)``
+    whatever the key's length (the scores really are ``(batch, heads, query_len, key_len)``
+    at run time); the model summary and every later layer see Keras's symbolic shape, so
+    memlint reports that one.
+    """
+    query = tuple(shapes[0])
+    return (query[0], config["num_heads"], query[1], query[1])
 
 
 def _producers(values: list) -> list:
@@ -209,7 +243,8 @@ def _producers(values: list) -> list:
     return out
 
 
-def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = None) -> Any:
+def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = None,
+          options: Optional[dict] = None) -> Any:
     """Run ``layer`` on ``inputs`` (a Tensor or a list of them), recording the call.
 
     ``parents`` are the producers of every tensor in the call, when they are more than the
@@ -236,6 +271,16 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
         layer.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"{layer.type} '{layer.name}' cannot be built")
+    except Exception as exc:  # UnresolvedArgument, or a layer kind failing on odd input
+        reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
+            f"memlint cannot build it ({type(exc).__name__}: {exc})"
+        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
+        layer.error = reason
+        layer.calls.append(CallRecord(shapes, None, parents))
+        return Tensor(None, (layer, len(layer.calls) - 1, 0),
+                      reason=f"{layer.type} '{layer.name}': {reason}")
+    if options:
+        out = _with_call_options(layer, shapes, out, options)
     if layer.weights is None:
         layer.weights = weights
         for stem in _BUILD_SUBLAYER_NAMES.get(layer.type, ()):
@@ -258,9 +303,11 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
                               f"{exc}")
         layer.error = str(exc)
         out = None
-    except UnresolvedArgument as exc:
-        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", exc.reason)
-        layer.error = exc.reason
+    except Exception as exc:  # UnresolvedArgument, or a layer kind failing on odd input
+        reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
+            f"memlint cannot build it ({type(exc).__name__}: {exc})"
+        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
+        layer.error = reason
         out = None
     layer.calls.append(CallRecord(shapes, out, parents))
     if out is None:
@@ -347,12 +394,16 @@ def layer_weights(layer) -> list:
     return [Weight(w.name, w.shape, trainable=False) for w in layer.weights]
 
 
-def set_trainable(obj, value: bool) -> None:
+def set_trainable(obj, value: bool, seen: Optional[set] = None) -> None:
     """``obj.trainable = value``: on a model it reaches every layer inside (Keras 3 does so)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
     if isinstance(obj, LayerRef):
         obj.instance.trainable = value
     elif isinstance(obj, ModelLayer):
-        set_trainable(obj.model, value)
+        set_trainable(obj.model, value, seen)
     elif isinstance(obj, (SequentialModel, FunctionalModel)):
         obj.trainable = value
         if isinstance(obj, SequentialModel):
@@ -361,7 +412,7 @@ def set_trainable(obj, value: bool) -> None:
             members = [layer for layer, _ in functional_order(obj.inputs, obj.outputs)]
         for layer in members:
             if isinstance(layer, (LayerRef, ModelLayer)) and layer.type != "InputLayer":
-                set_trainable(layer, value)
+                set_trainable(layer, value, seen)
 
 
 def model_layers(model) -> list:
@@ -511,13 +562,15 @@ def _sequential_add(interp, model: SequentialModel, layer: Any, node, rebuild: b
             model.input_source = f"InputLayer at line {layer.location.line}"
         model.has_input_layer = True
         return
+    if is_unknown(layer) and getattr(layer, "constructed", None):
+        layer = opaque_layer_from(interp, layer)
     if isinstance(layer, (SequentialModel, FunctionalModel)):
         if layer is model:
             state.note_error(loc, f"Sequential '{model.name}' cannot contain itself")
             return
         layer = model_as_layer(layer)
     if isinstance(layer, (LayerRef, OpaqueLayer, ModelLayer)):
-        if not model.layers and not model.has_input_layer and layer.input_hint is not None:
+        if not model.layers and not model.has_input_layer and layer.keras3_input_arg:
             # Keras 3 Sequential.add: the first layer's input_shape= becomes an InputLayer,
             # named then (it takes the next "input_layer" name)
             state.unique_name("input_layer")
@@ -528,10 +581,28 @@ def _sequential_add(interp, model: SequentialModel, layer: Any, node, rebuild: b
         if rebuild:
             _sequential_rebuild(state, model)
         return
+    why = f" ({layer.reason})" if is_unknown(layer) else ""
     interp.state.note_unresolved(loc, f"Sequential '{model.name}' layer",
-                                 "a layer that is not known statically was added; "
+                                 f"a layer that is not known statically was added{why}; "
                                  "later shapes are unknown")
     model.layers.append(OpaqueLayer("?", "?", loc, "layer not known statically"))
+
+
+def opaque_layer_from(interp, value) -> OpaqueLayer:
+    """The layer an object of an unknown class stands for, once it is used as a layer
+    (added to a Sequential, or called on tensors).  Keras names custom layers from their
+    class name like any other."""
+    existing = getattr(value, "as_layer", None)
+    if existing is not None:
+        return existing
+    class_name, loc, origin = value.constructed
+    name = interp.state.unique_name(to_snake_case(class_name))
+    reason = f"{class_name} is {origin}" if origin.startswith("a class") else origin
+    interp.state.note_unresolved(loc, f"{class_name} '{name}'",
+                                 reason + "; its output shape and weights are unknown")
+    layer = OpaqueLayer(class_name, name, loc, reason)
+    value.as_layer = layer
+    return layer
 
 
 def _sequential_rebuild(state, model: SequentialModel) -> None:
@@ -681,18 +752,31 @@ def functional_order(inputs: list, outputs: list) -> list:
     decreasing: list = []
     op_index: dict = {}
 
-    def visit(producer) -> None:
-        layer, call_index, _ = producer
-        node = (id(layer), call_index)
-        if node in finished:
-            return
-        op_index.setdefault(id(layer), (len(op_index), layer))
-        record = layer.calls[call_index]
-        if layer.type != "InputLayer" and producer not in input_ids:
-            for parent in record.parents:
-                visit(parent)
-        finished.add(node)
-        decreasing.append((layer, call_index))
+    def visit(start) -> None:
+        # depth-first, parents before the node (post-order), without Python recursion:
+        # models thousands of layers deep are legitimate
+        stack = [(start, None)]
+        while stack:
+            producer, parents = stack[-1]
+            layer, call_index, _ = producer
+            node = (id(layer), call_index)
+            if parents is None:
+                if node in finished:
+                    stack.pop()
+                    continue
+                op_index.setdefault(id(layer), (len(op_index), layer))
+                expand = layer.type != "InputLayer" and producer not in input_ids
+                parents = iter(layer.calls[call_index].parents if expand else ())
+                stack[-1] = (producer, parents)
+            parent = next(parents, None)
+            if parent is not None:
+                if (id(parent[0]), parent[1]) not in finished:
+                    stack.append((parent, None))
+                continue
+            stack.pop()
+            if node not in finished:
+                finished.add(node)
+                decreasing.append((layer, call_index))
 
     for tensor in outputs:
         if tensor.producer:

@@ -15,6 +15,12 @@ INVALID_LAYER = ("MEM901", "invalid-layer", "error")
 SYNTAX_ERROR = ("MEM902", "syntax-error", "error")
 ANALYSIS_LIMIT = ("MEM903", "analysis-limit", "info")
 
+# Elements (list items, characters) that bulk operations of the analysed code may create in
+# one file: ``[0] * n``, ``s + s``, ``list(range(n))``, ``sep.join(...)``.  Everything else
+# the interpreter builds costs at least one step of its step budget.
+MAX_ALLOCATED = 5_000_000
+MAX_SEQUENCE = 100_000  # larger lists/strings from one operation are treated as unknown
+
 
 @dataclass
 class FileState:
@@ -31,6 +37,12 @@ class FileState:
     star_imports: list = field(default_factory=list)
     _name_counts: dict = field(default_factory=dict)
     _seen_notes: set = field(default_factory=set)
+    allocated: int = 0  # elements created by bulk operations so far (see MAX_ALLOCATED)
+
+    def allocate(self, count: int) -> bool:
+        """Account for a bulk operation creating ``count`` elements; False when over budget."""
+        self.allocated += max(count, 0)
+        return self.allocated <= MAX_ALLOCATED
 
     def unique_name(self, stem: str) -> str:
         """Keras's automatic naming: ``dense``, ``dense_1``, ``dense_2`` ... per file."""

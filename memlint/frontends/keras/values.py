@@ -61,6 +61,9 @@ class LayerRef:
     weights: Optional[list] = None  # set when first built, all trainable; see instance.trainable
     error: Optional[str] = None  # LayerError message from building it
     dtype_policy: Optional[tuple] = None  # (global policy, where it was set) when created
+    # input_shape= / input_dim= given: Keras 3 makes an InputLayer for the Sequential it starts
+    # (input_length= and batch_input_shape= are Keras 1/2 only and do not)
+    keras3_input_arg: bool = False
 
 
 @dataclass(eq=False)
@@ -73,6 +76,7 @@ class OpaqueLayer:
     reason: str
     input_hint: Optional[tuple] = None
     calls: list = field(default_factory=list)
+    keras3_input_arg: bool = False
 
 
 @dataclass(eq=False)
@@ -141,6 +145,7 @@ class ModelLayer:
     error: Optional[str] = None
     input_hint: Optional[tuple] = None
     dtype_policy: Optional[tuple] = None
+    keras3_input_arg: bool = False
 
 
 @dataclass(eq=False)

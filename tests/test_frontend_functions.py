@@ -1,0 +1,129 @@
+"""Functions defined in the analysed file are inlined by the Keras frontend."""
+
+from memlint.frontends.keras import analyze_source
+
+
+def analyze(source: str):
+    return analyze_source(source, "snippet.py")
+
+
+def models(source: str) -> dict:
+    return {graph.variable: graph for graph in analyze(source).models}
+
+
+def test_helper_with_defaults_keywords_and_return():
+    got = models(
+        "import keras\n"
+        "from keras import layers\n"
+        "def block(x, filters, kernel=3, *, strides=1):\n"
+        "    x = layers.Conv2D(filters, kernel, strides=strides, padding='same')(x)\n"
+        "    return layers.ReLU()(x)\n"
+        "inp = keras.Input((16, 16, 3))\n"
+        "x = block(inp, 8)\n"
+        "x = block(x, 16, kernel=1, strides=2)\n"
+        "model = keras.Model(inp, x)\n"
+    )
+    graph = got["model"]
+    assert [layer.output_shape for layer in graph.layers] == [
+        (None, 16, 16, 3), (None, 16, 16, 8), (None, 16, 16, 8), (None, 8, 8, 16),
+        (None, 8, 8, 16)]
+    # 3x3x3x8 + 8, then 1x1x8x16 + 16
+    assert graph.params == 224 + 144
+
+
+def test_star_args_and_kwargs():
+    got = models(
+        "import keras\n"
+        "def mlp(*units, activation='relu', **extra):\n"
+        "    model = keras.Sequential(**extra)\n"
+        "    model.add(keras.Input((4,)))\n"
+        "    for n in units:\n"
+        "        model.add(keras.layers.Dense(n, activation=activation))\n"
+        "    return model\n"
+        "net = mlp(8, 2, name='tiny')\n"
+    )
+    assert got["net"].name == "tiny"
+    assert got["net"].params == (4 * 8 + 8) + (8 * 2 + 2)
+
+
+def test_factory_called_twice_names_layers_in_call_order():
+    got = models(
+        "import keras\n"
+        "def make(width):\n"
+        "    x = keras.Input((3,))\n"
+        "    return keras.Model(x, keras.layers.Dense(width)(x))\n"
+        "a = make(2)\n"
+        "b = make(5)\n"
+    )
+    assert [layer.name for layer in got["a"].layers] == ["input_layer", "dense"]
+    assert [layer.name for layer in got["b"].layers] == ["input_layer_1", "dense_1"]
+    assert got["b"].params == 3 * 5 + 5
+
+
+def test_locals_do_not_leak_and_globals_are_read():
+    got = models(
+        "import keras\n"
+        "UNITS = 6\n"
+        "def head(x):\n"
+        "    hidden = keras.layers.Dense(UNITS)(x)\n"
+        "    return keras.layers.Dense(1)(hidden)\n"
+        "inp = keras.Input((2,))\n"
+        "hidden = 'untouched'\n"
+        "m = keras.Model(inp, head(inp))\n"
+        "if hidden == 'untouched':\n"
+        "    n = keras.Sequential([keras.Input((2,)), keras.layers.Dense(UNITS)])\n"
+    )
+    assert set(got) == {"m", "n"}
+    assert got["m"].params == (2 * 6 + 6) + (6 + 1)
+
+
+def test_global_statement_and_closures():
+    got = models(
+        "import keras\n"
+        "counter = 0\n"
+        "def outer(width):\n"
+        "    def inner(x):\n"
+        "        return keras.layers.Dense(width)(x)\n"
+        "    global counter\n"
+        "    counter = counter + 1\n"
+        "    return inner\n"
+        "dense7 = outer(7)\n"
+        "x = keras.Input((3,))\n"
+        "if counter == 1:\n"
+        "    m = keras.Model(x, dense7(x))\n"
+    )
+    assert got["m"].layers[-1].output_shape == (None, 7)
+
+
+def test_main_guard_and_main_function():
+    got = models(
+        "import keras\n"
+        "def main():\n"
+        "    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n"
+        "    model.compile(optimizer='sgd', loss='mse')\n"
+        "    return model\n"
+        "if __name__ == '__main__':\n"
+        "    trained = main()\n"
+    )
+    assert list(got) == ["trained"]
+    assert got["trained"].setup.optimizer.name == "sgd"
+
+
+def test_unbounded_recursion_stops_with_a_note():
+    result = analyze(
+        "def f(n):\n"
+        "    return f(n + 1)\n"
+        "x = f(0)\n"
+    )
+    assert any(d.code == "MEM903" for d in result.diagnostics)
+
+
+def test_wrong_arguments_give_a_note_not_an_exception():
+    result = analyze(
+        "def f(a, *, b):\n"
+        "    return a\n"
+        "x = f(1, 2)\n"
+        "y = f(b=1)\n"
+        "z = f(1, b=2, c=3)\n"
+    )
+    assert sum(d.code == "MEM900" for d in result.diagnostics) == 3

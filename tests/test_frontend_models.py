@@ -1,0 +1,171 @@
+"""Models inside models, freezing, model.layers / get_layer, and the training setup."""
+
+from memlint.frontends.keras import analyze_source
+
+
+def models(source: str) -> dict:
+    return {graph.variable: graph for graph in analyze_source(source, "snippet.py").models}
+
+
+def summary(graph) -> list:
+    return [(layer.name, layer.type, layer.output_shape, layer.trainable_params,
+             layer.non_trainable_params) for layer in graph.layers]
+
+
+GAN = (
+    "import keras\n"
+    "from keras import layers\n"
+    "gen = keras.Sequential([keras.Input((4,)), layers.Dense(6)], name='gen')\n"
+    "disc = keras.Sequential([keras.Input((6,)), layers.Dense(3), layers.BatchNormalization(),\n"
+    "                         layers.Dense(1)], name='disc')\n"
+    "disc.trainable = False\n"
+    "gan = keras.Sequential([gen, disc])\n"
+    "z = keras.Input((4,))\n"
+    "combined = keras.Model(z, disc(gen(z)))\n"
+)
+
+
+def test_sequential_of_models():
+    got = models(GAN)
+    # gen: 4*6+6 = 30; disc: 6*3+3 = 21, BatchNorm 4*3 (2 trainable, 2 moving), 3+1 = 4
+    assert summary(got["gan"]) == [
+        ("gen", "Sequential", (None, 6), 30, 0),
+        ("disc", "Sequential", (None, 1), 0, 21 + 12 + 4),
+    ]
+    # frozen: every layer of disc reports its weights as non-trainable
+    assert [(layer.trainable_params, layer.non_trainable_params)
+            for layer in got["disc"].layers] == [(0, 21), (0, 12), (0, 4)]
+
+
+def test_models_called_on_tensors():
+    got = models(GAN)
+    # gen, disc and gan (built from gen's input) each made an input_layer and a Functional
+    assert summary(got["combined"]) == [
+        ("input_layer_3", "InputLayer", (None, 4), 0, 0),
+        ("gen", "Sequential", (None, 6), 30, 0),
+        ("disc", "Sequential", (None, 1), 0, 37),
+    ]
+    assert got["combined"].name == "functional_3"
+
+
+def test_unbuilt_sequential_is_built_by_its_first_call():
+    got = models(
+        "import keras\n"
+        "body = keras.Sequential([keras.layers.Dense(5), keras.layers.Dense(2)])\n"
+        "x = keras.Input((3,))\n"
+        "m = keras.Model(x, body(x))\n"
+    )
+    assert summary(got["m"]) == [("input_layer", "InputLayer", (None, 3), 0, 0),
+                                 ("sequential", "Sequential", (None, 2), 20 + 12, 0)]
+    assert summary(got["body"])[-1] == ("dense_1", "Dense", (None, 2), 12, 0)
+
+
+def test_trainable_set_after_the_call_counts():
+    got = models(
+        "import keras\n"
+        "x = keras.Input((3,))\n"
+        "d = keras.layers.Dense(4)\n"
+        "m = keras.Model(x, keras.layers.Dense(1)(d(x)))\n"
+        "for layer in m.layers:\n"
+        "    layer.trainable = False\n"
+        "m.layers[-1].trainable = True\n"
+    )
+    assert [(layer.trainable_params, layer.non_trainable_params)
+            for layer in got["m"].layers] == [(0, 0), (0, 16), (5, 0)]
+
+
+def test_feature_extractor_from_layers_and_get_layer():
+    got = models(
+        "import keras\n"
+        "from keras import layers\n"
+        "x = keras.Input((8, 8, 1))\n"
+        "h = layers.Conv2D(2, 3, name='c1')(x)\n"
+        "h = layers.Flatten(name='flat')(h)\n"
+        "base = keras.Model(x, layers.Dense(3)(h))\n"
+        "extract = keras.Model(base.inputs, [layer.output for layer in base.layers[1:3]])\n"
+        "head = keras.Model(base.input, layers.Dense(1)(base.get_layer('flat').output))\n"
+    )
+    assert [layer.name for layer in got["extract"].layers] == ["input_layer", "c1", "flat"]
+    assert [layer.name for layer in got["head"].layers] == [
+        "input_layer", "c1", "flat", "dense_1"]
+    assert got["head"].layers[-1].trainable_params == 6 * 6 * 2 + 1
+
+
+def test_fixed_batch_dimension_wins_over_keras_default():
+    got = models(
+        "import numpy as np\n"
+        "import keras\n"
+        "m = keras.Sequential([keras.layers.InputLayer(batch_shape=(8, 3)),\n"
+        "                      keras.layers.Dense(1)])\n"
+        "m.compile(optimizer='adam', loss='mse')\n"
+        "m.fit(unknown_data, epochs=2)\n"
+    )
+    assert got["m"].setup.batch_size == 8
+
+
+def test_data_shapes_through_astype_reshape_and_tf_constructors():
+    got = models(
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "import keras\n"
+        "a = keras.Sequential([keras.layers.Dense(1)])\n"
+        "a.train_on_batch(np.random.rand(6, 12).astype('float32').reshape(-1, 4, 3), None)\n"
+        "b = keras.Sequential([keras.layers.Dense(1)])\n"
+        "b.predict(tf.random.normal((5, 7)))\n"
+    )
+    assert got["a"].layers[0].output_shape == (None, 4, 1)
+    assert got["a"].setup.batch_size == 6
+    assert got["b"].layers[0].output_shape == (None, 1)
+    assert got["b"].setup.mode == "infer"
+    assert got["b"].setup.batch_size == 5
+
+
+def test_policy_is_the_one_in_force_when_the_model_was_made():
+    got = models(
+        "import keras\n"
+        "keras.mixed_precision.set_global_policy('mixed_float16')\n"
+        "x = keras.Input((3,))\n"
+        "half = keras.Model(x, keras.layers.Dense(2)(x))\n"
+        "keras.mixed_precision.set_global_policy('float32')\n"
+        "full = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n"
+    )
+    assert got["half"].setup.dtype_policy == "mixed_float16"
+    assert got["full"].setup.dtype_policy == "float32"
+
+
+def test_custom_layers_stay_in_the_graph_as_unknown():
+    result = analyze_source(
+        "import keras\n"
+        "from keras import layers\n"
+        "from mylib import FancyBlock\n"
+        "class Scale(layers.Layer):\n"
+        "    def call(self, x):\n"
+        "        return x * 2\n"
+        "x = keras.Input((4,))\n"
+        "y = Scale()(layers.Dense(3)(x))\n"
+        "f = keras.Model(x, layers.Dense(2)(y))\n"
+        "s = keras.Sequential([keras.Input((4,)), FancyBlock(3), layers.Dense(1)])\n",
+        "custom.py")
+    got = {graph.variable: graph for graph in result.models}
+    assert [(layer.name, layer.type, layer.output_shape) for layer in got["f"].layers] == [
+        ("input_layer", "InputLayer", (None, 4)), ("dense", "Dense", (None, 3)),
+        ("scale", "Scale", None), ("dense_1", "Dense", None)]
+    assert [layer.name for layer in got["s"].layers] == ["fancy_block", "dense_2"]
+    lines = {d.line for d in result.diagnostics if d.code == "MEM900"}
+    assert {8, 10} <= lines
+
+
+def test_memory_growth_idiom_gives_no_notes():
+    result = analyze_source(
+        "import tensorflow as tf\n"
+        "gpus = tf.config.list_physical_devices('GPU')\n"
+        "if gpus:\n"
+        "    try:\n"
+        "        for gpu in gpus:\n"
+        "            tf.config.experimental.set_memory_growth(gpu, True)\n"
+        "    except RuntimeError as e:\n"
+        "        print(e)\n"
+        "model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])\n",
+        "growth.py")
+    assert result.diagnostics == []
+    assert len(result.models) == 1

@@ -1,0 +1,160 @@
+"""Bad, hostile or pathological input comes back quickly with diagnostics, never an exception,
+and nothing in the analysed file is ever imported or executed."""
+
+import builtins
+import sys
+import time
+
+import pytest
+
+from memlint.frontends.keras import analyze_source
+from memlint.frontends.keras import models as frontend_models
+
+SECONDS = 10  # generous: each case takes well under a second on a laptop
+
+CASES = {
+    "loop_over_huge_range": "for i in range(10**12):\n    x = i\n",
+    "materialised_ranges": "a = list(range(10**12))\nb = sum(range(10**12))\n"
+                           "c = sorted(range(10**12))\nd = max(range(10**12))\n"
+                           "e = list(zip(range(10**12), range(10**12)))\n",
+    "string_bombs": "a = 'a' * 10**10\nb = '%0999999999d' % 1\nc = '{:>999999999}'.format(1)\n"
+                    "s = 'a' * 90000\nd = s.replace('a', s)\ne = s.join([s] * 50)\n",
+    "power_tower": "x = 2 ** 10 ** 10\ny = 10 ** 10 ** 10 ** 10\n",
+    "doubling_list": "l = [1]\nfor i in range(60):\n    l.extend(l)\n    l = l + l\n",
+    "many_medium_lists": "d = {}\nfor i in range(10000):\n    d[i] = [i] * 10000\n",
+    "nested_comprehension": "x = [[i * j for i in range(10**6)] for j in range(10**6)]\n",
+    "recursion": "def f(n):\n    return f(n + 1) + f(n + 2)\nx = f(0)\n",
+    "fan_out": "def f(n):\n    for i in range(1000):\n        f(n)\nf(0)\n",
+    "while_true": "while True:\n    pass\n",
+    "long_chain": "x = " + " + ".join(["1"] * 20000) + "\n",
+    "deep_lists": "x = " + "[" * 300 + "1" + "]" * 300 + "\n",
+    "deep_calls": "x = " + "f(" * 300 + "1" + ")" * 300 + "\n",
+    "deep_model": "import keras\nx = inp = keras.Input((4,))\nfor i in range(3000):\n"
+                  "    x = keras.layers.Dense(4)(x)\nm = keras.Model(inp, x)\n",
+    "odd_calls": "import math\na = math.sqrt(-1)\nb = [].pop()\nc = {}.get([1])\nd = int('x')\n"
+                 "e = range(1, 2, 0)\nf = len(5)\ng = 'x'.format(**{1: 2})\n",
+    "odd_layers": "import keras\nx = keras.Input((8,))\n"
+                  "y = keras.layers.Flatten([1, 2])(x)\n"
+                  "z = keras.layers.Dense('wide')(x)\n"
+                  "w = keras.layers.Conv2D(-1, 3)(x)\n"
+                  "m = keras.Model(x, [y, z, w])\n",
+    "model_cycles": "import keras\na = keras.Sequential()\nb = keras.Sequential([a])\na.add(b)\n"
+                    "a.add(a)\na.trainable = False\nx = keras.Input((3,))\n"
+                    "m = keras.Model(x, a(x))\n",
+    "control_flow_outside": "return 5\n",
+    "generators_and_classes": "def g():\n    yield 1\nx = list(g())\n"
+                              "class M:\n    pass\nm = M()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pathological_input_returns_quickly(name):
+    start = time.monotonic()
+    result = analyze_source(CASES[name], f"{name}.py")
+    assert time.monotonic() - start < SECONDS
+    assert isinstance(result.diagnostics, list)
+
+
+def test_limits_are_reported():
+    for name in ("loop_over_huge_range", "recursion", "fan_out", "long_chain",
+                 "many_medium_lists", "nested_comprehension"):
+        codes = {d.code for d in analyze_source(CASES[name], "x.py").diagnostics}
+        assert "MEM903" in codes, name
+
+
+def test_a_deep_functional_model_is_analysed():
+    graph = analyze_source(CASES["deep_model"], "x.py").models[0]
+    assert len(graph.layers) == 3001
+    assert graph.params == 3000 * (4 * 4 + 4)
+
+
+def test_syntax_error():
+    result = analyze_source("import keras\nmodel = keras.Sequential(\n", "broken.py")
+    assert result.models == []
+    assert [d.code for d in result.diagnostics] == ["MEM902"]
+
+
+def test_unknown_names_give_partial_results():
+    result = analyze_source(
+        "import keras\n"
+        "model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)])\n"
+        "model.add(make_layer())\n"
+        "model.add(keras.layers.Dense(width))\n",
+        "partial.py")
+    graph = result.models[0]
+    assert graph.layers[0].output_shape == (None, 4)
+    assert graph.layers[0].params == 16
+    assert any("make_layer" in d.message for d in result.diagnostics)
+    assert any("width" in d.message for d in result.diagnostics)
+
+
+def test_an_internal_error_skips_one_statement_only(monkeypatch):
+    real = frontend_models.create_layer
+
+    def broken(interp, type_name, *args):
+        if type_name == "Dropout":
+            raise RuntimeError("boom")
+        return real(interp, type_name, *args)
+
+    monkeypatch.setattr(frontend_models, "create_layer", broken)
+    result = analyze_source(
+        "import keras\n"
+        "d = keras.layers.Dropout(0.5)\n"
+        "m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n", "x.py")
+    assert [graph.variable for graph in result.models] == ["m"]
+    assert any("internal error" in d.message and d.line == 2 for d in result.diagnostics)
+
+
+def test_nothing_is_imported_or_executed(tmp_path, monkeypatch):
+    marker = tmp_path / "executed"
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "memlint_probe_module.py").write_text(
+        f"open({str(marker)!r}, 'w').write('imported')\n")
+    monkeypatch.syspath_prepend(str(package))
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the analysed code must never be executed")
+
+    monkeypatch.setattr(builtins, "exec", forbidden)
+    monkeypatch.setattr(builtins, "eval", forbidden)
+    source = (
+        "import os\n"
+        "import memlint_probe_module\n"
+        "from memlint_probe_module import thing\n"
+        f"open({str(marker)!r}, 'w').write('opened')\n"
+        f"os.system('touch {marker}')\n"
+        f"exec(\"open({str(marker)!r}, 'w')\")\n"
+        f"eval(\"open({str(marker)!r}, 'w')\")\n"
+        f"__import__('os').system('touch {marker}')\n"
+        "def f():\n"
+        f"    open({str(marker)!r}, 'w')\n"
+        "f()\n"
+    )
+    analyze_source(source, "hostile.py")
+    assert not marker.exists()
+    assert "memlint_probe_module" not in sys.modules
+
+
+def test_formatting_with_argument_widths_is_not_evaluated():
+    start = time.monotonic()
+    result = analyze_source(
+        "a = '%*d' % (10**9, 1)\n"
+        "b = '{:{w}}'.format(1, w=10**9)\n"
+        "name = 'block%d_conv' % 3\n"
+        "other = '{}_{:03d}'.format('layer', 7)\n"
+        "import keras\n"
+        "m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name=name + other)])\n",
+        "fmt.py")
+    assert time.monotonic() - start < SECONDS
+    assert result.models[0].layers[0].name == "block3_convlayer_007"
+
+
+def test_huge_files_and_deep_brackets_are_refused_quickly():
+    start = time.monotonic()
+    for source in ("x = 1\n" * 200_000,                       # over the size bound
+                   "x = " + "[" * 50_000 + "1" + "]" * 50_000 + "\n",
+                   "x = " + "(" * 5_000 + "\n"):                # unbalanced, too deep
+        result = analyze_source(source, "big.py")
+        assert [d.code for d in result.diagnostics] == ["MEM903"]
+    assert time.monotonic() - start < SECONDS
