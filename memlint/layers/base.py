@@ -164,16 +164,20 @@ def as_tuple(value: Any, n: int, name: str) -> tuple:
     raise LayerError(f"'{name}' must be an int or a tuple of {n} ints, got {value!r}")
 
 
-def data_format(args: Args) -> str:
-    """The layer's data format from ``data_format=`` or Keras 1 ``dim_ordering=``."""
-    value = args.get("data_format", None)
-    if value is None:
-        ordering = args.get("dim_ordering", None)
-        if ordering is not None:
-            value = {"th": "channels_first", "tf": "channels_last"}.get(ordering, ordering)
-    if value is None:
+_FORMATS = ("channels_last", "channels_first")
+_KERAS1_ORDERINGS = {"th": "channels_first", "tf": "channels_last"}
+
+
+def data_format(args: Args, pos: Optional[int] = None) -> str:
+    """The layer's data format: ``data_format=`` (by keyword or at ``pos``) or Keras 1
+    ``dim_ordering=`` ('th', 'tf' or 'default'); the analysed code's default otherwise.
+    Case-insensitive, as Keras is."""
+    value = args.get("data_format", None, pos=pos, aliases=("dim_ordering",))
+    if value is None or value == "default":
         value = args.context.data_format
-    if value not in ("channels_last", "channels_first"):
+    if isinstance(value, str):
+        value = _KERAS1_ORDERINGS.get(value, value).lower()
+    if value not in _FORMATS:
         raise LayerError(f"data_format must be 'channels_last' or 'channels_first', got {value!r}")
     return value
 

@@ -8,7 +8,7 @@ Keras 1 spellings (``Convolution2D(nb_filter, nb_row, nb_col, border_mode=..., s
 are read by the kinds registered under the old class names; see :class:`_Keras1Conv`.
 
 This module also holds the argument helpers the pooling and reshaping families share
-(:func:`image_format`, :func:`int_tuple`, :func:`positive_int`, :func:`is_int`,
+(:func:`int_tuple`, :func:`positive_int`, :func:`is_int`,
 :func:`known`).
 """
 
@@ -19,6 +19,7 @@ from typing import ClassVar, Optional
 from memlint.ir import Weight
 from memlint.layers.base import (
     Args,
+    data_format,
     LayerError,
     LayerKind,
     Unknown,
@@ -31,8 +32,6 @@ from memlint.layers.base import (
     spatial_axes,
 )
 
-FORMATS = ("channels_last", "channels_first")
-KERAS1_FORMATS = {"th": "channels_first", "tf": "channels_last"}
 
 
 # ---------------------------------------------------------------- shared argument helpers
@@ -80,22 +79,6 @@ def int_tuple(value, n: int, name: str, *, minimum: int = 1) -> tuple:
     return values
 
 
-def image_format(args: Args, pos: Optional[int] = None) -> str:
-    """The layer's data format: ``data_format=`` (by keyword or at ``pos``) or Keras 1
-    ``dim_ordering=`` ('th', 'tf' or 'default'); the analysed code's default otherwise.
-
-    Unlike :func:`memlint.layers.base.data_format` it also reads the positional form and
-    ``'default'``, and is case-insensitive as Keras is.
-    """
-    value = args.get("data_format", None, pos=pos, aliases=("dim_ordering",))
-    if value is None or value == "default":
-        value = args.context.data_format
-    value = KERAS1_FORMATS.get(value, value)
-    if not isinstance(value, str) or value.lower() not in FORMATS:
-        raise LayerError(f"data_format must be 'channels_last' or 'channels_first', got {value!r}")
-    return value.lower()
-
-
 def input_channels(input_shape, data_format: str, layer: str) -> int:
     """The channel dimension of ``input_shape``; Keras cannot build a kernel without it."""
     channels = input_shape[1] if data_format == "channels_first" else input_shape[-1]
@@ -140,7 +123,7 @@ class _Conv(LayerKind):
             "kernel_size": get("kernel_size"),
             "strides": get("strides", 1, aliases=("subsample", "subsample_length")),
             "padding": get("padding", "valid", aliases=("border_mode",)),
-            "data_format": image_format(args, sig.index("data_format")),
+            "data_format": data_format(args, sig.index("data_format")),
             "dilation_rate": get("dilation_rate", 1, aliases=("atrous_rate",)),
             "groups": get("groups", 1),
             "depth_multiplier": get("depth_multiplier", 1),
@@ -454,21 +437,21 @@ class _Keras1Conv:
                            for name, pos in zip(KERNEL_DIMS[self.rank], at("kernel_size")))
         strides = "subsample_length" if self.rank == 1 else "subsample"
         if self.rank == 1:
-            data_format = "channels_last"  # Keras 1 1D layers are always (steps, channels)
+            fmt = "channels_last"  # Keras 1 1D layers are always (steps, channels)
         else:
-            data_format = image_format(args, at("data_format"))
+            fmt = data_format(args, at("data_format"))
         return {
             "filters": args.get("nb_filter", pos=0, aliases=("filters",)),
             "kernel_size": kernel,
             "strides": args.get(strides, 1, pos=at("strides"), aliases=("strides",)),
             "padding": args.get("border_mode", "valid", pos=at("padding"), aliases=("padding",)),
-            "data_format": data_format,
+            "data_format": fmt,
             "dilation_rate": args.get("atrous_rate", 1, pos=at("dilation_rate"),
                                       aliases=("dilation_rate",)),
             "groups": 1,
             "depth_multiplier": args.get("depth_multiplier", 1, pos=at("depth_multiplier")),
             "output_padding": None,
-            "output_size": self.keras1_output_size(args, at("output_shape"), data_format),
+            "output_size": self.keras1_output_size(args, at("output_shape"), fmt),
             "use_bias": args.get("bias", True, aliases=("use_bias",)),
             "lora_rank": None,
         }

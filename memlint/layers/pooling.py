@@ -11,6 +11,7 @@ from typing import ClassVar, Optional
 
 from memlint.layers.base import (
     Args,
+    data_format,
     LayerError,
     LayerKind,
     check_rank,
@@ -19,7 +20,7 @@ from memlint.layers.base import (
     register,
     spatial_axes,
 )
-from memlint.layers.convolutional import image_format, int_tuple
+from memlint.layers.convolutional import int_tuple
 
 # Keras 1 keywords of the 1D layers (``MaxPooling1D(pool_length=2, stride=None)``), whose
 # input was always (steps, channels).
@@ -46,7 +47,7 @@ class _Pooling(LayerKind):
         if self.rank == 1 and KERAS1_1D_KEYWORDS & set(args.keywords):
             fmt = "channels_last"
         else:
-            fmt = image_format(args, pos=3)
+            fmt = data_format(args, pos=3)
         return {"pool_size": pool, "strides": strides, "padding": padding.lower(),
                 "data_format": fmt}
 
@@ -128,7 +129,7 @@ class _GlobalPooling(LayerKind):
     rank: ClassVar[int] = 2
 
     def configure(self, args: Args) -> dict:
-        return {"data_format": image_format(args, pos=0),
+        return {"data_format": data_format(args, pos=0),
                 "keepdims": bool(args.get("keepdims", False, pos=1))}
 
     def output_shape(self, config, input_shape):

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from memlint.layers.base import (
     Args,
+    data_format,
     LayerError,
     LayerKind,
     check_rank,
@@ -16,7 +17,6 @@ from memlint.layers.base import (
     spatial_axes,
 )
 from memlint.layers.convolutional import (
-    image_format,
     int_tuple,
     is_int,
     known,
@@ -35,7 +35,7 @@ class Flatten(LayerKind):
     family = "reshaping"
 
     def configure(self, args: Args) -> dict:
-        return {"data_format": image_format(args, pos=0)}
+        return {"data_format": data_format(args, pos=0)}
 
     def output_shape(self, config, input_shape):
         if not input_shape:
@@ -154,7 +154,7 @@ class _Spatial(LayerKind):
     has_data_format: ClassVar[bool] = True
 
     def fmt(self, args: Args, pos: int) -> str:
-        return image_format(args, pos) if self.has_data_format else "channels_last"
+        return data_format(args, pos) if self.has_data_format else "channels_last"
 
     def output_shape(self, config, input_shape):
         check_rank(input_shape, self.rank + 2, self.class_name)

@@ -89,4 +89,6 @@ CASES = [
     case("GlobalAveragePooling3D", input=[None, 4, 4, 4, 16]),
     case("GlobalAvgPool3D", keepdims=True, input=[None, 4, None, 4, 16]),
     case("GlobalAveragePooling3D", input=[None, 4, 4, 16]),
+    # a data format that is not a string (Keras rejects it; memlint must not crash)
+    case("GlobalMaxPooling2D", [1, 2], input=[None, 4, 4, 3]),
 ]
