@@ -35,6 +35,7 @@ class FileReport:
     diagnostics: list = field(default_factory=list)
     suppressed: int = 0
     definitions: list = field(default_factory=list)
+    internal_errors: list = field(default_factory=list)  # bugs in memlint: the run exits 2
 
 
 def budget_for(settings: Settings) -> Optional[Budget]:
@@ -82,7 +83,8 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     input_shape = (None,) + tuple(settings.input_shape) if settings.input_shape else None
     result = analyze_source(source, path, input_shape=input_shape)
     report = FileReport(path=path, settings=settings, budget=budget,
-                        definitions=result.definitions)
+                        definitions=result.definitions,
+                        internal_errors=list(result.internal_errors))
     diagnostics = list(result.diagnostics)
     for graph in result.models:
         apply_overrides(graph, settings)

@@ -120,7 +120,9 @@ def run_analysis(args) -> tuple:
         except (ConfigError, ValueError) as exc:
             raise UsageError(str(exc)) from None
         try:
-            reports.append(analyze_file(str(path), settings))
+            report = analyze_file(str(path), settings)
+            reports.append(report)
+            errors.extend(report.internal_errors)
         except AnalysisError as exc:
             errors.append(str(exc))
         except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others

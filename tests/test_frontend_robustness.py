@@ -102,7 +102,29 @@ def test_an_internal_error_skips_one_statement_only(monkeypatch):
         "d = keras.layers.Dropout(0.5)\n"
         "m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n", "x.py")
     assert [graph.variable for graph in result.models] == ["m"]
-    assert any("internal error" in d.message and d.line == 2 for d in result.diagnostics)
+    (error,) = result.internal_errors  # reported separately: the CLI exits 2 for it
+    assert error.startswith("x.py:2: internal error") and "boom" in error
+
+
+def test_internal_error_exits_2_with_one_line_and_keeps_results(monkeypatch, capsys, tmp_path):
+    from memlint import cli
+
+    real = frontend_models.create_layer
+
+    def broken(interp, type_name, *args):
+        if type_name == "Dropout":
+            raise RuntimeError("boom")
+        return real(interp, type_name, *args)
+
+    monkeypatch.setattr(frontend_models, "create_layer", broken)
+    path = tmp_path / "x.py"
+    path.write_text("import keras\n"
+                    "d = keras.layers.Dropout(0.5)\n"
+                    "m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n")
+    assert cli.main(["check", str(path), "--output-format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert '"models"' in out and "dense" in out
+    assert len(err.strip().splitlines()) == 1 and "internal error" in err and "boom" in err
 
 
 def test_nothing_is_imported_or_executed(tmp_path, monkeypatch):

@@ -21,23 +21,11 @@ from memlint.config import settings_from_table
 CATALOG = load_catalog()
 SEVERITIES = ("error", "warning", "info")
 
-# Examples the current frontend gets wrong for reasons outside the rules themselves:
-# (code, kind, index) -> reason.  They run as non-strict xfails so a fix shows as XPASS.
-KNOWN_FRONTEND_ISSUES = {
-    ("MEM902", "bad", 0): "the frontend reports libcst's raw_line for parser errors, which is "
-                          "one line past the error ('error at 3:10' comes back as line 4)",
-}
-
-
 def _examples(kind: str) -> list:
     params = []
     for code, info in CATALOG.items():
         for index, example in enumerate((info.get("examples") or {}).get(kind) or []):
-            marks = ()
-            reason = KNOWN_FRONTEND_ISSUES.get((code, kind, index))
-            if reason:
-                marks = (pytest.mark.xfail(reason=reason, strict=False),)
-            params.append(pytest.param(code, example, id=f"{code}-{kind}-{index}", marks=marks))
+            params.append(pytest.param(code, example, id=f"{code}-{kind}-{index}"))
     return params
 
 

@@ -34,6 +34,7 @@ class FrontendResult:
     diagnostics: list = field(default_factory=list)
     module: Optional[cst.Module] = None  # the parsed file, for source-level rules
     definitions: list = field(default_factory=list)  # (kind, name, Location) not evaluated
+    internal_errors: list = field(default_factory=list)  # memlint's own bugs, one line each
 
 
 MAX_SOURCE_CHARS = 500_000  # larger files are not analysed (libcst needs ~10 s per MB)
@@ -126,19 +127,17 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
             reason = "nesting too deep" if isinstance(exc, RecursionError) else "out of memory"
             state.note_budget(Location(path, 1, 1), f"analysis stopped ({reason})")
             return FrontendResult(diagnostics=state.diagnostics)
-        except Exception as exc:  # a bug in memlint must not break the user's commit hook
-            state.note_budget(Location(path, 1, 1), "analysis stopped by an internal error in "
-                                                     f"memlint ({type(exc).__name__}: {exc}); "
-                                                     "please report it")
-            return FrontendResult(diagnostics=state.diagnostics)
+        except Exception as exc:  # a bug in memlint: report it, exit 2, never a traceback
+            state.note_internal(Location(path, 1, 1), "the file", exc)
+            return FrontendResult(diagnostics=state.diagnostics,
+                                  internal_errors=state.internal_errors)
 
 
 def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendResult:
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        line = getattr(exc, "raw_line", 1) or 1
-        column = (getattr(exc, "raw_column", 0) or 0) + 1
+        line, column = _syntax_error_position(source, exc)
         state.syntax_error(Location(path, line, column),
                            f"cannot parse this file: {exc.message}")
         return FrontendResult(diagnostics=state.diagnostics)
@@ -155,4 +154,18 @@ def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendR
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
+                          internal_errors=state.internal_errors,
                           definitions=state.definitions)
+
+
+def _syntax_error_position(source: str, exc: cst.ParserSyntaxError) -> tuple:
+    """(line, column) of a syntax error.  libcst reports the token after the error (or line 1
+    for tokenizer errors); Python's own parser (parsing only, nothing runs) is exact."""
+    try:
+        ast.parse(source)
+    except SyntaxError as err:
+        if err.lineno:
+            return err.lineno, max(err.offset or 1, 1)
+    except (ValueError, MemoryError, RecursionError):
+        pass
+    return (getattr(exc, "raw_line", 1) or 1), (getattr(exc, "raw_column", 0) or 0) + 1

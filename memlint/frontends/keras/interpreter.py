@@ -101,9 +101,7 @@ class Interpreter:
                 except (BudgetExceeded, _Return, _LoopControl, RecursionError, MemoryError):
                     raise
                 except Exception as exc:  # a bug in memlint: keep what the rest gives
-                    self.state.note_budget(
-                        self.location(stmt), f"statement not analysed: internal error in "
-                                             f"memlint ({type(exc).__name__}: {exc})")
+                    self.state.note_internal(self.location(stmt), "this statement", exc)
         except BudgetExceeded as exc:
             loc = exc.args[0]
             self.state.note_budget(loc, f"analysis stopped after {MAX_STEPS:,} steps; "

@@ -64,9 +64,10 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
         state.note_error(loc, f"{kind.class_name} '{name}': {exc}")
         return OpaqueLayer(kind.class_name, name, loc, str(exc), hint,
                            keras3_input_arg=keras3_input)
-    except Exception as exc:  # a layer kind that fails on odd arguments: not the user's fault
+    except Exception as exc:  # a bug in a layer kind: keep going, but report it (exit 2)
         reason = f"memlint cannot interpret these arguments ({type(exc).__name__}: {exc})"
         state.note_unresolved(loc, f"{kind.class_name} '{name}'", reason)
+        state.note_internal(loc, f"{kind.class_name} '{name}'", exc)
         return OpaqueLayer(kind.class_name, name, loc, reason, hint,
                            keras3_input_arg=keras3_input)
     ref = LayerRef(instance, kind.class_name, name, loc, hint, keras3_input_arg=keras3_input)
@@ -271,10 +272,12 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
         layer.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"{layer.type} '{layer.name}' cannot be built")
-    except Exception as exc:  # UnresolvedArgument, or a layer kind failing on odd input
+    except Exception as exc:  # UnresolvedArgument, or a bug in a layer kind (exit 2)
         reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
             f"memlint cannot build it ({type(exc).__name__}: {exc})"
         state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
+        if not isinstance(exc, UnresolvedArgument):
+            state.note_internal(loc, f"{layer.type} '{layer.name}'", exc)
         layer.error = reason
         layer.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
@@ -303,10 +306,12 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
                               f"{exc}")
         layer.error = str(exc)
         out = None
-    except Exception as exc:  # UnresolvedArgument, or a layer kind failing on odd input
+    except Exception as exc:  # UnresolvedArgument, or a bug in a layer kind (exit 2)
         reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
             f"memlint cannot build it ({type(exc).__name__}: {exc})"
         state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
+        if not isinstance(exc, UnresolvedArgument):
+            state.note_internal(loc, f"{layer.type} '{layer.name}'", exc)
         layer.error = reason
         out = None
     layer.calls.append(CallRecord(shapes, out, parents))

@@ -32,6 +32,7 @@ class FileState:
     dtype_source: str = "default"
     models: list = field(default_factory=list)  # SequentialModel | FunctionalModel, in order
     diagnostics: list = field(default_factory=list)
+    internal_errors: list = field(default_factory=list)  # one line each: memlint's own bugs
     unresolved: list = field(default_factory=list)  # list[Unresolved], for the models' reports
     definitions: list = field(default_factory=list)  # (kind, name, Location) of defs skipped
     star_imports: list = field(default_factory=list)
@@ -84,6 +85,12 @@ class FileState:
     def note_budget(self, location: Location, message: str) -> None:
         """The analysis hit one of its bounds."""
         self._diagnostic(ANALYSIS_LIMIT, location, message)
+
+    def note_internal(self, location: Location, what: str, exc: BaseException) -> None:
+        """A bug in memlint: the analysis goes on around it, and the run exits with code 2."""
+        self.internal_errors.append(
+            f"{location.path}:{location.line}: internal error while analysing {what}: "
+            f"{type(exc).__name__}: {exc}")
 
     def syntax_error(self, location: Location, message: str) -> None:
         self._diagnostic(SYNTAX_ERROR, location, message)
