@@ -169,3 +169,31 @@ def test_memory_growth_idiom_gives_no_notes():
         "growth.py")
     assert result.diagnostics == []
     assert len(result.models) == 1
+
+
+def test_batch_size_larger_than_the_data_is_the_data():
+    result = analyze_source(
+        "import numpy as np\nimport keras\n"
+        "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])\n"
+        "m.compile('sgd', 'mse')\n"
+        "m.fit(np.zeros((8, 4)), np.zeros((8, 2)), batch_size=8192)\n", "b.py")
+    (graph,) = result.models
+    assert graph.setup.batch_size == 8
+
+
+def test_nested_model_inner_activations_are_counted_for_training():
+    from memlint.memory import estimate
+
+    result = analyze_source(
+        "import keras\n"
+        "inner = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16),"
+        " keras.layers.Dense(4)])\n"
+        "outer = keras.Sequential([keras.Input((8,)), inner, keras.layers.Dense(1)])\n"
+        "outer.compile('sgd', 'mse')\n", "n.py")
+    graph = next(g for g in result.models if g.variable == "outer")
+    nested = graph.layers[0]
+    assert nested.inner_shapes == [(None, 16)]  # the (None, 4) output is the layer's own
+    b = estimate(graph)
+    batch = graph.setup.batch_size
+    # kept: inner Dense(16) + nested output (4) + Dense(1), float32
+    assert b.category("activations") == batch * (16 + 4 + 1) * 4

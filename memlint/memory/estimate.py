@@ -77,6 +77,12 @@ def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Option
     return total
 
 
+def inner_activation_bytes(layer, batch_size: int, element_bytes: int) -> int:
+    """Bytes of the tensors made inside a nested model layer (0 for ordinary layers)."""
+    return sum(_tensor_bytes(shape, batch_size, element_bytes) or 0
+               for shape in layer.inner_shapes)
+
+
 def _input_bytes(graph: ModelGraph, batch_size: int, element_bytes: int) -> int:
     total = 0
     for shape in graph.input_shapes:
@@ -97,6 +103,7 @@ def _activations(graph: ModelGraph, batch_size: int, element_bytes: int, breakdo
             largest = (layer.name, size)
         if layer.type not in VIEW_LAYERS:
             kept += size
+        kept += inner_activation_bytes(layer, batch_size, element_bytes)
     return kept, largest
 
 
@@ -148,7 +155,7 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None) -> Memory
                           "slot(s) per trainable parameter"))
         parts.append(Part("saved activations", "activations", activations,
                           "every layer output at the batch size is kept for the backward pass"
-                          " (reshape views excluded)"))
+                          " (reshape views excluded; nested models' inner outputs included)"))
         transient = largest[1] if largest else 0
         parts.append(Part("input batch", "other", input_bytes, "model inputs at the batch size"))
         parts.append(Part("backward transient", "other", transient,

@@ -11,7 +11,7 @@ from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, SequentialModel, Tensor, TensorOp,
                                             Unknown, is_unknown)
-from memlint.ir import LayerNode, Location, ModelGraph, Weight
+from memlint.ir import LayerNode, Location, ModelGraph, Weight, as_shape_list
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
 
 _INPUT_KIND = registry.lookup("InputLayer")
@@ -373,6 +373,40 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
     return outs if len(outs) > 1 else outs[0]
 
 
+def nested_activation_shapes(model, shapes, depth: int = 0) -> list:
+    """Shapes of the tensors made inside ``model`` when it is called on ``shapes``, its own
+    outputs excluded (the calling layer counts those): what training keeps for backward."""
+    if depth > 32:
+        return []
+    made = []
+    if isinstance(model, SequentialModel):
+        shape = shapes
+        for layer in model.layers:
+            if isinstance(layer, ModelLayer):
+                made += nested_activation_shapes(layer.model, shape, depth + 1)
+                shape = nested_output(layer.model, shape, depth + 1)
+            elif isinstance(layer, LayerRef):
+                shape, _ = registry.call(layer.instance, shape)
+            else:
+                return made
+            made.extend(as_shape_list(shape))
+        finals = as_shape_list(shape)
+    else:
+        for layer, indices in functional_order(model.inputs, model.outputs):
+            if layer.type == "InputLayer":
+                continue
+            for index in sorted(indices):
+                record = layer.calls[index]
+                if isinstance(layer, ModelLayer) and record.input_shapes is not None:
+                    made += nested_activation_shapes(layer.model, record.input_shapes, depth + 1)
+                made.extend(as_shape_list(record.output_shape))
+        finals = [t.shape for t in model.outputs]
+    for shape in finals:
+        if shape in made:
+            made.remove(shape)
+    return made
+
+
 def model_weights(model, depth: int = 0) -> list:
     """Every weight of a model, with the trainable flags Keras would report now."""
     if depth > 32:
@@ -718,12 +752,19 @@ def _node(layer, call_indices: list) -> LayerNode:
     unresolved = None
     if any(r.output_shape is None for r in records):
         unresolved = layer.error or "input shape unknown"
+    inner = []
     if isinstance(layer, ModelLayer):
         config, weights = {"model": layer.model.name}, model_weights(layer.model)
+        if unresolved is None:
+            for record in records:
+                try:
+                    inner += nested_activation_shapes(layer.model, record.input_shapes)
+                except (LayerError, UnresolvedArgument):
+                    pass  # the call itself already reported why
     else:
         config, weights = dict(layer.instance.config), layer_weights(layer)
     return LayerNode(name=layer.name, type=layer.type, location=layer.location,
-                     config=config, weights=weights,
+                     config=config, weights=weights, inner_shapes=inner,
                      input_shapes=[r.input_shapes for r in records],
                      output_shapes=[r.output_shape for r in records if r.output_shape is not None]
                      if unresolved is None else [], unresolved=unresolved)

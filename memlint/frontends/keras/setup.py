@@ -58,6 +58,10 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
         setup.batch_size, setup.batch_source = batch, f"{method}(batch_size={batch}) at line " \
                                                       f"{loc.line}"
+        if isinstance(rows, int) and 0 < rows < batch:  # Keras never batches more than it has
+            setup.batch_size = rows
+            setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line} " \
+                                 f"(fewer than batch_size={batch})"
         return
     if fixed_batch is not None:
         setup.batch_size = fixed_batch
