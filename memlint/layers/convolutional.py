@@ -14,7 +14,7 @@ This module also holds the argument helpers the pooling and reshaping families s
 
 from __future__ import annotations
 
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 from memlint.ir import Weight
 from memlint.layers.base import (

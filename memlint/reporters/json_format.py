@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from memlint import __version__
-from memlint.layers.base import format_shape  # noqa: F401  (text form, for symmetry)
 
 
 def _shape(shape):

@@ -20,7 +20,7 @@ from typing import Optional
 import libcst as cst
 
 from memlint.frontends.keras.interpreter import Interpreter
-from memlint.frontends.keras.models import to_graph
+from memlint.frontends.keras.graphs import to_graph
 from memlint.frontends.keras.setup import training_setup
 from memlint.frontends.keras.state import FileState
 from memlint.ir import Location

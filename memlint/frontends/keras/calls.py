@@ -11,8 +11,7 @@ import math
 import re
 from typing import Any
 
-import memlint.layers as registry
-from memlint.frontends.keras import models
+from memlint.frontends.keras import models, nested
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             OpaqueLayer, Optimizer, Policy, Ref,
@@ -79,7 +78,7 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         base = base.model
     if isinstance(base, (SequentialModel, FunctionalModel)):
         if attr == "layers":
-            return models.model_layers(base)
+            return nested.model_layers(base)
         if attr in ("name", "trainable"):
             return getattr(base, attr)
     if isinstance(base, FunctionalModel):
@@ -97,7 +96,7 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
 def set_attribute(obj: Any, attr: str, value: Any) -> None:
     """``obj.attr = value`` where it matters to the model (``layer.trainable = False``)."""
     if attr == "trainable" and isinstance(value, bool):
-        models.set_trainable(obj, value)
+        nested.set_trainable(obj, value)
 
 
 def subscript(base: Any, key: Any) -> Any:
@@ -134,7 +133,7 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
     if isinstance(func, (SequentialModel, FunctionalModel)):
         if args and isinstance(args[0], Array):
             return Unknown("result of calling a model on data")
-        return models.call_layer(interp, models.model_as_layer(func), args, kwargs, node)
+        return models.call_layer(interp, nested.model_as_layer(func), args, kwargs, node)
     if isinstance(func, ModelLayer):
         return models.call_layer(interp, func, args, kwargs, node)
     if is_unknown(func):

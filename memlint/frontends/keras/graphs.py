@@ -1,0 +1,100 @@
+"""Turning Sequential and functional models into :class:`~memlint.ir.ModelGraph` objects in
+Keras's layer order."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from memlint.frontends.keras.models import apply
+from memlint.frontends.keras.nested import (layer_weights, model_weights,
+                                            nested_activation_shapes, sequential_input)
+from memlint.frontends.keras.order import functional_order
+from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
+                                            SequentialModel, Tensor, TensorOp)
+from memlint.ir import LayerNode, ModelGraph
+from memlint.layers.base import LayerError, UnresolvedArgument
+
+
+def to_graph(state, model, input_override: Optional[tuple] = None) -> ModelGraph:
+    """The :class:`ModelGraph` of a Sequential or functional model."""
+    if isinstance(model, SequentialModel):
+        return _sequential_graph(state, model, input_override)
+    return _functional_graph(state, model)
+
+
+def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGraph:
+    shape, source = sequential_input(model, input_override)
+    graph = ModelGraph(name=model.name, location=model.location, kind="Sequential",
+                       variable=model.variable)
+    if shape is None:
+        state.note_unresolved(model.location, f"Sequential '{model.name}' input shape",
+                              "no input_shape, Input or build() found; pass --input-shape")
+        tensor: Any = Tensor(None, reason="model input shape unknown")
+    else:
+        graph.input_shapes = [tuple(shape)]
+        tensor = Tensor(tuple(shape), None)
+    calls = []
+    for layer in model.layers:
+        tensor = apply(state, layer, tensor, layer.location)
+        calls.append((layer, len(layer.calls) - 1))
+    graph.layers = [_node(layer, [index]) for layer, index in calls]
+    _fill_inbound(graph, calls)
+    return graph
+
+
+def _functional_graph(state, model: FunctionalModel) -> ModelGraph:
+    # operations on tensors (x + y) take part in the order but are not layers of the model
+    order = [(layer, indices) for layer, indices in functional_order(model.inputs, model.outputs)
+             if not isinstance(layer, TensorOp)]
+    graph = ModelGraph(name=model.name, location=model.location, kind="Functional",
+                       variable=model.variable)
+    graph.input_shapes = [t.shape for t in model.inputs if t.shape is not None]
+    graph.layers = [_node(layer, sorted(indices)) for layer, indices in order]
+    pairs = [(layer, index) for layer, indices in order for index in sorted(indices)]
+    _fill_inbound(graph, pairs)
+    return graph
+
+
+def _node(layer, call_indices: list) -> LayerNode:
+    records = [layer.calls[i] for i in call_indices]
+    if isinstance(layer, OpaqueLayer):
+        return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                         input_shapes=[r.input_shapes for r in records],
+                         output_shapes=[None for _ in records], unresolved=layer.reason)
+    unresolved = None
+    if any(r.output_shape is None for r in records):
+        unresolved = layer.error or "input shape unknown"
+    inner = []
+    if isinstance(layer, ModelLayer):
+        config, weights = {"model": layer.model.name}, model_weights(layer.model)
+        if unresolved is None:
+            for record in records:
+                try:
+                    inner += nested_activation_shapes(layer.model, record.input_shapes)
+                except (LayerError, UnresolvedArgument):
+                    pass  # the call itself already reported why
+    else:
+        config, weights = dict(layer.instance.config), layer_weights(layer)
+    return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                     config=config, weights=weights, inner_shapes=inner,
+                     input_shapes=[r.input_shapes for r in records],
+                     output_shapes=[r.output_shape for r in records if r.output_shape is not None]
+                     if unresolved is None else [], unresolved=unresolved)
+
+
+def _fill_inbound(graph: ModelGraph, pairs: list) -> None:
+    by_layer = {id(layer): node for (layer, _), node in zip(_unique(pairs), graph.layers)}
+    for layer, index in pairs:
+        node = by_layer[id(layer)]
+        record = layer.calls[index]
+        node.inbound.append([(p[0].name, p[1], p[2]) for p in record.parents])
+
+
+def _unique(pairs: list) -> list:
+    seen, out = set(), []
+    for layer, index in pairs:
+        if id(layer) not in seen:
+            seen.add(id(layer))
+            out.append((layer, index))
+    return out
+

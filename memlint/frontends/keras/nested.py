@@ -1,0 +1,179 @@
+"""Models used as layers: their input and output shapes, the tensors they make inside, their
+weights, and freezing (``trainable = False``) that reaches every layer inside."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import memlint.layers as registry
+from memlint.frontends.keras.order import functional_order
+from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
+                                            SequentialModel, TensorOp)
+from memlint.ir import Weight, as_shape_list
+from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
+
+
+def model_as_layer(model) -> ModelLayer:
+    """The one layer object that stands for ``model`` inside other models."""
+    if model.as_layer is None:
+        kind = "Sequential" if isinstance(model, SequentialModel) else "Functional"
+        model.as_layer = ModelLayer(model, model.name, kind, model.location,
+                                    dtype_policy=model.dtype_policy)
+    return model.as_layer
+
+
+def model_input_shapes(model) -> Optional[Any]:
+    """The input shape of a model (a list for several inputs), None if not known."""
+    if isinstance(model, SequentialModel):
+        return sequential_input(model, None)[0]
+    shapes = [t.shape for t in model.inputs]
+    if any(shape is None for shape in shapes):
+        return None
+    return shapes if len(shapes) > 1 else shapes[0]
+
+
+def nested_output(model, shapes, depth: int = 0) -> Any:
+    """Output shape(s) of ``model`` called on ``shapes``, without recording any call.
+
+    Raises LayerError when Keras would refuse the input, UnresolvedArgument when a part of
+    the model is not known statically."""
+    if depth > 32:
+        raise UnresolvedArgument("model", "models nested too deeply")
+    if isinstance(model, SequentialModel):
+        shape = shapes
+        for layer in model.layers:
+            if isinstance(layer, ModelLayer):
+                shape = nested_output(layer.model, shape, depth + 1)
+            elif isinstance(layer, LayerRef):
+                shape, _ = registry.call(layer.instance, shape)
+            else:
+                raise UnresolvedArgument("layers", f"layer '{layer.name}' is not modelled")
+        return shape
+    declared = model_input_shapes(model)
+    if declared is None:
+        raise UnresolvedArgument("inputs", "the model's input shape is not known statically")
+    given = shapes if isinstance(shapes, list) else [shapes]
+    wanted = declared if isinstance(declared, list) else [declared]
+    if len(given) != len(wanted) or any(
+            len(g) != len(w) or any(a is not None and b is not None and a != b
+                                    for a, b in zip(g, w))
+            for g, w in zip(given, wanted)):
+        raise LayerError(f"expects input {format_shape(declared)}")
+    outs = [t.shape for t in model.outputs]
+    if any(shape is None for shape in outs):
+        raise UnresolvedArgument("outputs", "the model's output shape is not known statically")
+    return outs if len(outs) > 1 else outs[0]
+
+
+def nested_activation_shapes(model, shapes, depth: int = 0) -> list:
+    """Shapes of the tensors made inside ``model`` when it is called on ``shapes``, its own
+    outputs excluded (the calling layer counts those): what training keeps for backward."""
+    if depth > 32:
+        return []
+    made = []
+    if isinstance(model, SequentialModel):
+        shape = shapes
+        for layer in model.layers:
+            if isinstance(layer, ModelLayer):
+                made += nested_activation_shapes(layer.model, shape, depth + 1)
+                shape = nested_output(layer.model, shape, depth + 1)
+            elif isinstance(layer, LayerRef):
+                shape, _ = registry.call(layer.instance, shape)
+            else:
+                return made
+            made.extend(as_shape_list(shape))
+        finals = as_shape_list(shape)
+    else:
+        for layer, indices in functional_order(model.inputs, model.outputs):
+            if layer.type == "InputLayer":
+                continue
+            for index in sorted(indices):
+                record = layer.calls[index]
+                if isinstance(layer, ModelLayer) and record.input_shapes is not None:
+                    made += nested_activation_shapes(layer.model, record.input_shapes, depth + 1)
+                made.extend(as_shape_list(record.output_shape))
+        finals = [t.shape for t in model.outputs]
+    for shape in finals:
+        if shape in made:
+            made.remove(shape)
+    return made
+
+
+def model_weights(model, depth: int = 0) -> list:
+    """Every weight of a model, with the trainable flags Keras would report now."""
+    if depth > 32:
+        return []
+    if isinstance(model, SequentialModel):
+        members = model.layers
+    else:
+        members = [layer for layer, _ in functional_order(model.inputs, model.outputs)]
+    weights = []
+    for layer in members:
+        if isinstance(layer, ModelLayer):
+            weights.extend(model_weights(layer.model, depth + 1))
+        elif isinstance(layer, LayerRef):
+            weights.extend(layer_weights(layer))
+    return weights
+
+
+def layer_weights(layer) -> list:
+    """A layer's weights with its current trainable flag applied."""
+    if layer.weights is None:
+        return []
+    if layer.instance.trainable:
+        return list(layer.weights)
+    return [Weight(w.name, w.shape, trainable=False) for w in layer.weights]
+
+
+def set_trainable(obj, value: bool, seen: Optional[set] = None) -> None:
+    """``obj.trainable = value``: on a model it reaches every layer inside (Keras 3 does so)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, LayerRef):
+        obj.instance.trainable = value
+    elif isinstance(obj, ModelLayer):
+        set_trainable(obj.model, value, seen)
+    elif isinstance(obj, (SequentialModel, FunctionalModel)):
+        obj.trainable = value
+        if isinstance(obj, SequentialModel):
+            members = obj.layers
+        else:
+            members = [layer for layer, _ in functional_order(obj.inputs, obj.outputs)]
+        for layer in members:
+            if isinstance(layer, (LayerRef, ModelLayer)) and layer.type != "InputLayer":
+                set_trainable(layer, value, seen)
+
+
+def model_layers(model) -> list:
+    """``model.layers``: what Keras lists (InputLayers too for functional models)."""
+    if isinstance(model, SequentialModel):
+        return [layer for layer in model.layers]
+    return [layer for layer, _ in functional_order(model.inputs, model.outputs)
+            if not isinstance(layer, TensorOp)]
+
+
+def sequential_input(model: SequentialModel, input_override: Optional[tuple]) -> tuple:
+    """(input shape, where it came from) for a Sequential model; shape None if unknown."""
+    if input_override is not None:
+        return input_override, "--input-shape"
+    if model.input_shape is not None:
+        return model.input_shape, model.input_source
+    if model.layers and model.layers[0].input_hint is not None:
+        first = model.layers[0]
+        return first.input_hint, f"input_shape of the first layer (line {first.location.line})"
+    if model.layers and isinstance(model.layers[0], ModelLayer):
+        first = model.layers[0]
+        if first.model is not model:
+            shape = model_input_shapes(first.model)
+            if shape is not None and not isinstance(shape, list):
+                return shape, f"input of model '{first.name}'"
+    for method in ("train_on_batch", "fit", "predict", "predict_on_batch", "evaluate"):
+        for args, kwargs, loc in model.usage.get(method, []):
+            data = args[0] if args else kwargs.get("x")
+            if isinstance(data, Array) and len(data.shape) >= 2:
+                return (None,) + tuple(data.shape[1:]), f"data passed to {method}() at line " \
+                                                         f"{loc.line}"
+    return None, ""
+
