@@ -1,0 +1,82 @@
+"""The training setup read from code: optimizer, batch size, mode and precision, each with
+where it came from.  Expected values follow Keras's documented defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlint.frontends.keras import analyze_source
+
+MODEL = ("import numpy as np\n"
+         "import tensorflow as tf\n"
+         "from tensorflow import keras\n"
+         "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])\n")
+
+
+def setup_of(tail: str, head: str = ""):
+    (graph,) = analyze_source(head + MODEL + tail, "s.py").models
+    return graph.setup
+
+
+@pytest.mark.parametrize("compile_call,name,options", [
+    ("model.compile('sgd', 'mse')", "sgd", {}),
+    ("model.compile(optimizer='Adam', loss='mse')", "adam", {}),
+    ("model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1, momentum=0.9), loss='mse')",
+     "sgd", {"momentum": 0.9}),
+    ("model.compile(optimizer=tf.keras.optimizers.Adam(amsgrad=True), loss='mse')",
+     "adam", {"amsgrad": True}),
+    ("opt = keras.optimizers.RMSprop(centered=True)\nmodel.compile(opt, 'mse')",
+     "rmsprop", {"centered": True}),
+    ("model.compile(optimizer=tf.optimizers.AdamW(use_ema=True), loss='mse')",
+     "adamw", {"use_ema": True}),
+    ("model.compile(loss='mse')", "rmsprop", {}),  # Keras's compile() default
+])
+def test_optimizer_from_compile(compile_call, name, options):
+    setup = setup_of(compile_call + "\n")
+    assert setup.optimizer.name == name
+    assert setup.optimizer.options == options
+    assert "compile()" in setup.optimizer.source
+
+
+def test_no_compile_is_an_explicit_assumption():
+    setup = setup_of("")
+    assert setup.optimizer.source.startswith("assumed")
+    assert setup.mode == "train" and setup.batch_size == 32
+    assert "assumed" in setup.batch_source
+
+
+def test_fit_batch_size_and_default():
+    assert setup_of("model.fit(np.zeros((1000, 4)), np.zeros((1000, 2)), batch_size=64)\n"
+                    ).batch_size == 64
+    setup = setup_of("model.fit(np.zeros((1000, 4)), np.zeros((1000, 2)))\n")
+    assert setup.batch_size == 32 and "default" in setup.batch_source
+    assert setup.mode == "train"
+
+
+def test_train_on_batch_takes_the_data_rows():
+    setup = setup_of("x = np.random.rand(3, 4)\nmodel.train_on_batch(x, np.zeros((3, 2)))\n")
+    assert setup.batch_size == 3 and "train_on_batch" in setup.batch_source
+
+
+def test_predict_only_is_inference():
+    setup = setup_of("model.predict(np.zeros((500, 4)), batch_size=100)\n")
+    assert setup.mode == "infer" and setup.batch_size == 100
+
+
+def test_training_wins_over_prediction():
+    setup = setup_of("model.predict(np.zeros((5, 4)))\nmodel.fit(np.zeros((50, 4)), "
+                     "np.zeros((50, 2)), batch_size=10)\n")
+    assert setup.mode == "train" and setup.batch_size == 10
+
+
+@pytest.mark.parametrize("head,policy", [
+    ("from tensorflow.keras import mixed_precision\n"
+     "mixed_precision.set_global_policy('mixed_float16')\n", "mixed_float16"),
+    ("import keras\nkeras.mixed_precision.set_global_policy(keras.mixed_precision.Policy("
+     "'mixed_bfloat16'))\n", "mixed_bfloat16"),
+    ("import tensorflow as tf\ntf.keras.mixed_precision.experimental.set_policy('mixed_float16')\n",
+     "mixed_float16"),
+    ("from keras import backend as K\nK.set_floatx('float16')\n", "float16"),
+])
+def test_precision_policies(head, policy):
+    assert setup_of("", head=head).dtype_policy == policy
