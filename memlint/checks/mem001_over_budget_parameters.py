@@ -15,6 +15,7 @@ from memlint.diagnostics import Diagnostic
 from memlint.memory.dtypes import precision
 from memlint.memory.optimizers import slots_per_variable
 from memlint.units import format_bytes
+from memlint.checks.wording import line_range, percent
 
 # A layer under this share of the model's parameters that keeps its input shape
 # (BatchNormalization, Activation, Dropout) does not break a run of layers of one type.
@@ -101,7 +102,7 @@ def _contributors(groups: list, total_params: int) -> str:
             and ranked[1].params >= 0.1 * total_params:
         shown.append(ranked[1])
     texts = [f"{g.describe()} {'holds' if len(g.layers) == 1 else 'hold'} "
-             f"{_percent(g.params / total_params)} of the {total_params:,} parameters"
+             f"{percent(g.params / total_params)} of the {total_params:,} parameters"
              for g in shown]
     return " and ".join(texts)
 
@@ -165,13 +166,6 @@ def _line(layer) -> str:
     return f" (line {layer.location.line})" if layer.location else ""
 
 
-def _percent(share: float) -> str:
-    if 0.995 <= share < 1:
-        return "over 99%"
-    if 0 < share < 0.01:
-        return "under 1%"
-    return f"{share:.0%}"
-
 
 # ---------------------------------------------------------------- layer groups
 
@@ -204,7 +198,7 @@ class LayerGroup:
             return f"{self.type} layer '{first.name}'{_line(first)}"
         lines = ""
         if first.location and last.location:
-            lines = f" ({_lines(first.location.line, last.location.line)})"
+            lines = f" ({line_range(first.location.line, last.location.line)})"
         return f"{len(self.layers)} {self.type} layers {first.name}..{last.name}{lines}"
 
 
@@ -285,8 +279,3 @@ def _gap_saving(flatten, dense) -> Optional[tuple]:
     if saved <= 0:
         return None
     return saved, f"GlobalAveragePooling{len(spatial)}D"
-
-
-def _lines(first: int, last: int) -> str:
-    """``lines 9-30``, or ``line 14`` when every layer comes from one line (a loop)."""
-    return f"line {first}" if first == last else f"lines {first}-{last}"

@@ -25,6 +25,7 @@ from typing import Iterable, Optional
 from memlint.checks.base import Rule, RuleContext, register
 from memlint.diagnostics import Diagnostic
 from memlint.layers.base import spatial_axes
+from memlint.checks.wording import line_range, percent
 
 
 @register
@@ -61,7 +62,7 @@ class DeepStackOnTinyInput(Rule):
             message += ", and the kernel is at least as large as the map along some axis"
         if params:
             message += (f". {'It holds' if single else 'They hold'} {params:,} parameters "
-                        f"({_percent(params / total)} of the model) whose memory and compute "
+                        f"({percent(params / total)} of the model) whose memory and compute "
                         "buy little at this resolution")
         message += (". Use fewer layers at this resolution, move them before the "
                     "downsampling that shrank the map, or feed a larger input.")
@@ -231,7 +232,7 @@ def _who(run) -> str:
         return f"{type_text} '{first.name}'{where}"
     where = ""
     if first.location and last.location:
-        where = f", {_lines(first.location.line, last.location.line)}"
+        where = f", {line_range(first.location.line, last.location.line)}"
     return f"{len(layers)} {type_text} layers ({first.name}..{last.name}{where})"
 
 
@@ -252,16 +253,3 @@ def _join(items) -> str:
 
 def _pct(share: float) -> str:
     return f"{share:.0%}"
-
-
-def _percent(share: float) -> str:
-    if 0.995 <= share < 1:
-        return "over 99%"
-    if 0 < share < 0.01:
-        return "under 1%"
-    return f"{share:.0%}"
-
-
-def _lines(first: int, last: int) -> str:
-    """``lines 9-30``, or ``line 14`` when every layer comes from one line (a loop)."""
-    return f"line {first}" if first == last else f"lines {first}-{last}"

@@ -4,30 +4,22 @@ Families live in their own modules (core, convolutional, pooling, ...), the way 
 its layers in folders.  Importing this package registers them all.
 """
 
-from memlint.layers import core  # noqa: F401  (registers its layers)
 from memlint.ir import Weight
-from memlint.layers.base import REGISTRY, Args, LayerError, LayerInstance, LayerKind
-
-_FAMILIES = (
-    "convolutional",
-    "pooling",
-    "reshaping",
-    "activations",
-    "regularization",
-    "normalization",
-    "embedding",
-    "rnn",
-    "merging",
-    "attention",
-    "preprocessing",
+from memlint.layers import (  # noqa: F401  (importing a family module registers its layers)
+    activations,
+    attention,
+    convolutional,
+    core,
+    embedding,
+    merging,
+    normalization,
+    pooling,
+    preprocessing,
+    regularization,
+    reshaping,
+    rnn,
 )
-
-for _family in _FAMILIES:
-    try:
-        __import__(f"memlint.layers.{_family}")
-    except ModuleNotFoundError as exc:  # a family not written yet
-        if exc.name != f"memlint.layers.{_family}":
-            raise
+from memlint.layers.base import REGISTRY, Args, LayerError, LayerInstance, LayerKind
 
 
 def lookup(name: str) -> LayerKind | None:

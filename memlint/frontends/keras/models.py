@@ -267,23 +267,11 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
         # weights as built, all trainable: the layer's trainable flag is read when the graph
         # is made, as Keras reads it when asked (layer.trainable = False after the call)
         out, weights = registry.call(replace(layer.instance, trainable=True), shapes)
-    except LayerError as exc:
-        state.note_error(loc, f"{layer.type} '{layer.name}' on input {format_shape(shapes)}: "
-                              f"{exc}")
-        layer.error = str(exc)
+    except Exception as exc:  # LayerError, UnresolvedArgument, or a bug in a layer kind
+        reason = _note_build_failure(state, layer, shapes, loc, exc)
         layer.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
-                      reason=f"{layer.type} '{layer.name}' cannot be built")
-    except Exception as exc:  # UnresolvedArgument, or a bug in a layer kind (exit 2)
-        reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
-            f"memlint cannot build it ({type(exc).__name__}: {exc})"
-        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
-        if not isinstance(exc, UnresolvedArgument):
-            state.note_internal(loc, f"{layer.type} '{layer.name}'", exc)
-        layer.error = reason
-        layer.calls.append(CallRecord(shapes, None, parents))
-        return Tensor(None, (layer, len(layer.calls) - 1, 0),
-                      reason=f"{layer.type} '{layer.name}': {reason}")
+                      reason=f"{layer.type} '{layer.name}' cannot be built: {reason}")
     if options:
         out = _with_call_options(layer, shapes, out, options)
     if layer.weights is None:
@@ -292,6 +280,24 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
             state.unique_name(stem)
     layer.calls.append(CallRecord(shapes, out, parents))
     return output_tensors(layer, len(layer.calls) - 1)
+
+
+def _note_build_failure(state, layer, shapes, loc: Location, exc: Exception) -> str:
+    """Report why ``layer`` could not be built on ``shapes``: an error when Keras would refuse
+    it, a note when a value is unknown, an internal error (exit 2) for a bug in memlint.
+    Returns the reason, which is also kept on the layer."""
+    if isinstance(exc, LayerError):
+        state.note_error(loc, f"{layer.type} '{layer.name}' on input {format_shape(shapes)}: "
+                              f"{exc}")
+        reason = str(exc)
+    else:
+        reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
+            f"memlint cannot build it ({type(exc).__name__}: {exc})"
+        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
+        if not isinstance(exc, UnresolvedArgument):
+            state.note_internal(loc, f"{layer.type} '{layer.name}'", exc)
+    layer.error = reason
+    return reason
 
 
 def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list) -> Any:
@@ -303,18 +309,8 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
         _sequential_build(state, model)  # Keras builds it on the first call
     try:
         out = nested_output(model, shapes)
-    except LayerError as exc:
-        state.note_error(loc, f"{layer.type} '{layer.name}' on input {format_shape(shapes)}: "
-                              f"{exc}")
-        layer.error = str(exc)
-        out = None
-    except Exception as exc:  # UnresolvedArgument, or a bug in a layer kind (exit 2)
-        reason = exc.reason if isinstance(exc, UnresolvedArgument) else \
-            f"memlint cannot build it ({type(exc).__name__}: {exc})"
-        state.note_unresolved(loc, f"{layer.type} '{layer.name}'", reason)
-        if not isinstance(exc, UnresolvedArgument):
-            state.note_internal(loc, f"{layer.type} '{layer.name}'", exc)
-        layer.error = reason
+    except Exception as exc:  # LayerError, UnresolvedArgument, or a bug in a layer kind
+        _note_build_failure(state, layer, shapes, loc, exc)
         out = None
     layer.calls.append(CallRecord(shapes, out, parents))
     if out is None:

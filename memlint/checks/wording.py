@@ -1,0 +1,17 @@
+"""Small text helpers shared by the rules' messages."""
+
+from __future__ import annotations
+
+
+def line_range(first: int, last: int) -> str:
+    """``lines 9-30``, or ``line 14`` when every layer comes from one line (a loop)."""
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def percent(share: float) -> str:
+    """A share as a whole percentage that never rounds to a misleading 0% or 100%."""
+    if 0.995 <= share < 1:
+        return "over 99%"
+    if 0 < share < 0.01:
+        return "under 1%"
+    return f"{share:.0%}"
