@@ -100,7 +100,8 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
         if not settings.enabled(code):
             continue
         ctx = RuleContext(path=path, models=report.models, breakdowns=report.breakdowns,
-                          budget=budget, module=result.module, source=source,
+                          budget=budget, module=result.module, positions=result.positions,
+                          source=source,
                           options=settings.rule_options(code, default_options(code)))
         diagnostics.extend(rule.check(ctx))
     table = suppressions(source)

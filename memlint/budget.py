@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Optional
 
-import yaml
-
+from memlint.catalog import load_yaml
 from memlint.units import parse_size
+
+_CATALOG = Path(__file__).resolve().parent / "data" / "gpus.yaml"
 
 MiB = 2**20
 DEFAULT_CUDA_CONTEXT = 300 * MiB
@@ -71,8 +72,7 @@ def _key(name: str) -> str:
 @lru_cache(maxsize=1)
 def catalog() -> dict:
     """The GPU catalog (``memlint/data/gpus.yaml``), keyed by its entry names."""
-    text = resources.files("memlint.data").joinpath("gpus.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return load_yaml(_CATALOG.read_text(encoding="utf-8"))
 
 
 def find_gpu(name: str) -> Optional[dict]:

@@ -13,6 +13,12 @@ from pathlib import Path
 import yaml
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+def load_yaml(text: str):
+    """Parse YAML safely, with the C loader when available (memlint reads YAML every run)."""
+    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
 
 
 def catalog_dir() -> Path:
@@ -28,7 +34,7 @@ def load_catalog() -> dict:
     """All rules by code, in code order."""
     rules = {}
     for path in sorted(catalog_dir().glob("MEM*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
         rules[data["id"]] = data
     return rules
 

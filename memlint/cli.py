@@ -141,10 +141,10 @@ def _output_format(args) -> str:
 
 def cmd_check(args) -> int:
     from memlint.diagnostics import severity_rank
-    from memlint.reporters import FORMATS
+    from memlint.reporters import reporter
 
     reports, errors = run_analysis(args)
-    sys.stdout.write(FORMATS[_output_format(args)].render_check(reports, errors, args))
+    sys.stdout.write(reporter(_output_format(args)).render_check(reports, errors, args))
     if errors:
         for message in errors:
             print(f"memlint: {message}", file=sys.stderr)
@@ -157,12 +157,12 @@ def cmd_check(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from memlint.reporters import FORMATS
+    from memlint.reporters import reporter
 
     reports, errors = run_analysis(args)
     fmt = _output_format(args)
-    sys.stdout.write(FORMATS["text" if fmt == "github" else fmt].render_report(reports, errors,
-                                                                               args))
+    sys.stdout.write(reporter("text" if fmt == "github" else fmt).render_report(reports, errors,
+                                                                                args))
     for message in errors:
         print(f"memlint: {message}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_CLEAN

@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import yaml
 
+from memlint.catalog import load_yaml
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -135,7 +137,7 @@ def _read_config(directory: Path) -> Optional[ConfigFile]:
     yaml_path = directory / ".memlint.yaml"
     if yaml_path.is_file():
         try:
-            data = yaml.safe_load(yaml_path.read_text(encoding="utf-8")) or {}
+            data = load_yaml(yaml_path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{yaml_path}: invalid YAML: {exc}") from None
         if not isinstance(data, dict):

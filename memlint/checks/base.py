@@ -26,6 +26,7 @@ class RuleContext:
     budget: Optional[Budget]
     options: dict  # this rule's options (defaults from its YAML, overridden by config)
     module: Any = None
+    positions: Any = None  # libcst node -> CodeRange for ``module`` (computed by the frontend)
     source: str = ""
     diagnostics: list = field(default_factory=list)
 

@@ -86,10 +86,9 @@ def _is_off(value: Any) -> bool:
 
 
 class _Scanner(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self) -> None:
+    def __init__(self, positions) -> None:
         super().__init__()
+        self.positions = positions  # node -> CodeRange, computed once by the frontend
         self.aliases: dict = {}
         self.found: list = []  # list[Found]
         self.disabled: list = []  # settings that turn growth off
@@ -101,7 +100,7 @@ class _Scanner(cst.CSTVisitor):
     # -- positions and scopes
 
     def _pos(self, node) -> tuple:
-        pos = self.get_metadata(PositionProvider, node)
+        pos = self.positions[node]
         return pos.start.line, pos.start.column + 1
 
     @property
@@ -110,7 +109,7 @@ class _Scanner(cst.CSTVisitor):
 
     def _enter(self, node, name: str) -> None:
         if not self.scope_stack:
-            pos = self.get_metadata(PositionProvider, node)
+            pos = self.positions[node]
             self.function_lines.append((pos.start.line, pos.end.line, name))
         self.scope_stack.append(name)
 
@@ -323,9 +322,12 @@ class MissingAllowGrowth(Rule):
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         if ctx.module is None:
             return
-        wrapper = MetadataWrapper(ctx.module, unsafe_skip_copy=True)
-        scanner = _Scanner()
-        wrapper.visit(scanner)
+        positions = ctx.positions
+        if positions is None:
+            positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(
+                PositionProvider)
+        scanner = _Scanner(positions)
+        ctx.module.visit(scanner)
 
         imports = [f for f in scanner.found if f.kind == "import"]
         if not imports:

@@ -1,4 +1,4 @@
-"""Attention layers: MultiHeadAttention."""
+"""Attention layers: MultiHeadAttention, Attention and AdditiveAttention."""
 
 from __future__ import annotations
 
@@ -127,3 +127,80 @@ class MultiHeadAttention(LayerKind):
             if config["use_bias"]:
                 out.append(Weight(f"{name}/bias", bias))
         return out
+
+
+def _query_value(layer: str, input_shape) -> tuple:
+    """The query and value shapes of ``[query, value]`` or ``[query, value, key]``."""
+    shapes = [tuple(s) for s in input_shape]
+    if len(shapes) not in (2, 3):
+        raise LayerError(f"{layer} is called on [query, value] or [query, value, key]; "
+                         f"got {len(shapes)} inputs")
+    return shapes[0], shapes[1]
+
+
+@register
+class Attention(LayerKind):
+    """``Attention(use_scale=False, score_mode="dot", dropout=0.0)``: dot-product attention
+    called on ``[query, value]`` or ``[query, value, key]``.
+
+    The output is the query shape with the value's last dimension.  ``use_scale`` adds one
+    scalar ``scale``; ``score_mode="concat"`` one scalar ``concat_score_weight``.  Keras
+    checks no other dimension when building.
+    """
+
+    name = "Attention"
+    family = "attention"
+    multi_input = True
+
+    def configure(self, args: Args) -> dict:
+        score_mode = args.get("score_mode", "dot", pos=1)
+        if score_mode not in ("dot", "concat"):
+            raise LayerError(f"score_mode must be 'dot' or 'concat', got {score_mode!r}")
+        dropout = args.get("dropout", 0.0, pos=2)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+            raise LayerError(f"dropout must be a float, got {dropout!r}")
+        return {"use_scale": bool(args.get("use_scale", self._default_scale, pos=0)),
+                "score_mode": score_mode}
+
+    _default_scale = False
+
+    def output_shape(self, config, input_shape):
+        query, value = _query_value(self.name, input_shape)
+        return query[:-1] + value[-1:]
+
+    def weights(self, config, input_shape):
+        _query_value(self.name, input_shape)
+        out = []
+        if config["use_scale"]:
+            out.append(Weight("scale", ()))
+        if config["score_mode"] == "concat":
+            out.append(Weight("concat_score_weight", ()))
+        return out
+
+
+@register
+class AdditiveAttention(Attention):
+    """``AdditiveAttention(use_scale=True, dropout=0.0)``: Bahdanau-style attention.
+
+    Same inputs and output as :class:`Attention`; ``use_scale`` creates a ``scale`` vector
+    the size of the query's last dimension, which must then be known.
+    """
+
+    name = "AdditiveAttention"
+    _default_scale = True
+
+    def configure(self, args: Args) -> dict:
+        # AdditiveAttention(use_scale, dropout, **kwargs): dropout is its second argument.
+        score_mode = args.get("score_mode", "dot")
+        if score_mode not in ("dot", "concat"):
+            raise LayerError(f"score_mode must be 'dot' or 'concat', got {score_mode!r}")
+        dropout = args.get("dropout", 0.0, pos=1)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+            raise LayerError(f"dropout must be a float, got {dropout!r}")
+        return {"use_scale": bool(args.get("use_scale", True, pos=0))}
+
+    def weights(self, config, input_shape):
+        query, _ = _query_value(self.name, input_shape)
+        if not config["use_scale"]:
+            return []
+        return [Weight("scale", (_known_last(query, "query"),))]

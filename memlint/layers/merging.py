@@ -1,5 +1,5 @@
 """Merge layers: element-wise Add, Subtract, Multiply, Average, Maximum, Minimum, and
-Concatenate.  They take a list of inputs and have no weights.
+Concatenate; and Dot.  They take a list of inputs and have no weights.
 
 Element-wise merges broadcast like NumPy on the non-batch dims: shorter shapes are aligned
 to the right, a 1 stretches to the other size, and a dimension unknown in either input is
@@ -172,3 +172,55 @@ class Concatenate(LayerKind):
 def _check_axis(shape, axis: int) -> None:
     if not -len(shape) <= axis < len(shape):
         raise LayerError(f"axis {axis} is out of range for input {format_shape(tuple(shape))}")
+
+
+@register
+class Dot(LayerKind):
+    """``Dot(axes, normalize=False)``: the dot product of two inputs along ``axes``.
+
+    ``axes`` is an int (a negative one counts from each input's end) or a pair.  The sizes
+    along the axes must be equal (``None`` matches only ``None``).  The output is the first
+    shape without its axis, then the second without its axis and batch; a result of rank 1
+    gets a trailing 1.
+    """
+
+    name = "Dot"
+    family = "merging"
+    multi_input = True
+
+    def configure(self, args: Args) -> dict:
+        axes = args.get("axes", pos=0)
+        if isinstance(axes, (list, tuple)):
+            if len(axes) != 2:
+                raise LayerError(f"Dot axes must hold two elements, got {axes!r}")
+            if not all(isinstance(a, int) for a in axes):
+                raise LayerError(f"Dot axes must be ints, got {axes!r}")
+            axes = tuple(axes)
+        elif not isinstance(axes, int):
+            raise LayerError(f"Dot axes must be an int or a pair of ints, got {axes!r}")
+        return {"axes": axes, "normalize": bool(args.get("normalize", False, pos=1))}
+
+    def output_shape(self, config, input_shape):
+        shapes = [tuple(s) for s in input_shape]
+        if len(shapes) != 2:
+            raise LayerError(f"Dot must be called on a list of 2 inputs, got {len(shapes)}")
+        first, second = list(shapes[0]), list(shapes[1])
+        axes = config["axes"]
+        if isinstance(axes, int):
+            axes = (axes % len(first), axes % len(second)) if axes < 0 else (axes, axes)
+        try:
+            if first[axes[0]] != second[axes[1]]:
+                raise LayerError(
+                    f"Dot: incompatible sizes {first[axes[0]]} (axis {axes[0]}) and "
+                    f"{second[axes[1]]} (axis {axes[1]}) in {format_shape(shapes)}"
+                )
+            first.pop(axes[0])
+            second.pop(axes[1])
+            second.pop(0)
+        except IndexError as exc:
+            raise LayerError(f"Dot axes {config['axes']} are out of range for "
+                             f"{format_shape(shapes)}") from exc
+        out = first + second
+        if len(out) == 1:
+            out.append(1)
+        return tuple(out)

@@ -114,3 +114,78 @@ class LayerNormalization(LayerKind):
             out.append(Weight("beta", shape))
         return out
 
+
+
+@register
+class GroupNormalization(LayerKind):
+    """``GroupNormalization(groups=32, axis=-1, center=True, scale=True)``.
+
+    ``groups`` must be a positive int or -1 (one group per channel) and divide the size of
+    ``axis``, which must be known.  ``gamma`` and ``beta`` have that size.
+    """
+
+    name = "GroupNormalization"
+    family = "normalization"
+
+    def configure(self, args: Args) -> dict:
+        groups = args.get("groups", 32, pos=0)
+        if not _int(groups) or (groups <= 0 and groups != -1):
+            raise LayerError(f"groups must be a positive int or -1, got {groups!r}")
+        axis = args.get("axis", -1, pos=1)
+        if not _int(axis):
+            raise LayerError(f"GroupNormalization axis must be an int, got {axis!r}")
+        return {
+            "groups": groups,
+            "axis": axis,
+            "center": bool(args.get("center", True)),
+            "scale": bool(args.get("scale", True)),
+        }
+
+    def _dim(self, config, input_shape) -> int:
+        dim = _axis_dim(input_shape, config["axis"], self.name)
+        groups = dim if config["groups"] == -1 else config["groups"]
+        if dim < groups:
+            raise LayerError(f"number of groups ({groups}) exceeds the channels ({dim})")
+        if dim % groups:
+            raise LayerError(f"number of groups ({groups}) must divide the channels ({dim})")
+        return dim
+
+    def output_shape(self, config, input_shape):
+        self._dim(config, input_shape)
+        return input_shape
+
+    def weights(self, config, input_shape):
+        shape = (self._dim(config, input_shape),)
+        out = []
+        if config["scale"]:
+            out.append(Weight("gamma", shape))
+        if config["center"]:
+            out.append(Weight("beta", shape))
+        return out
+
+
+@register
+class UnitNormalization(LayerKind):
+    """``UnitNormalization(axis=-1)``: L2-normalises along ``axis`` (int or list); no
+    weights, same shape.  Every axis must lie within the input's rank."""
+
+    name = "UnitNormalization"
+    family = "normalization"
+
+    def configure(self, args: Args) -> dict:
+        axis = args.get("axis", -1, pos=0)
+        if isinstance(axis, (list, tuple)):
+            axes = list(axis)
+        elif _int(axis):
+            axes = [axis]
+        else:
+            raise LayerError(f"UnitNormalization axis must be an int or a list, got {axis!r}")
+        return {"axis": axes}
+
+    def output_shape(self, config, input_shape):
+        rank = len(input_shape)
+        for axis in config["axis"]:
+            if not _int(axis) or not -rank <= axis < rank:
+                raise LayerError(f"UnitNormalization: axis {axis!r} is out of bounds for "
+                                 f"input shape {input_shape}")
+        return input_shape

@@ -117,3 +117,75 @@ class SpatialDropout3D(_SpatialDropout):
 
     name = "SpatialDropout3D"
     rank = 5
+
+
+def _unit_interval(args: Args, name: str, layer: str):
+    """A required argument checked to lie in [0, 1] when known (None when unknown)."""
+    if not args.has(name, pos=0):
+        raise LayerError(f"{layer} needs a '{name}' argument")
+    try:
+        value = args.get(name, pos=0)
+    except UnresolvedArgument:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise LayerError(f"{layer} {name} must be a float between 0 and 1, got {value!r}")
+    return value
+
+
+@register
+class GaussianNoise(LayerKind):
+    """``GaussianNoise(stddev, seed=None)``: additive noise in training; stddev in [0, 1]."""
+
+    name = "GaussianNoise"
+    family = "regularization"
+
+    def configure(self, args: Args) -> dict:
+        return {"stddev": _unit_interval(args, "stddev", self.name)}
+
+
+@register
+class GaussianDropout(LayerKind):
+    """``GaussianDropout(rate, seed=None)``: multiplicative noise; rate in [0, 1]."""
+
+    name = "GaussianDropout"
+    family = "regularization"
+
+    def configure(self, args: Args) -> dict:
+        return {"rate": _unit_interval(args, "rate", self.name)}
+
+
+@register
+class AlphaDropout(LayerKind):
+    """``AlphaDropout(rate, noise_shape=None, seed=None)``: SELU-preserving dropout."""
+
+    name = "AlphaDropout"
+    family = "regularization"
+
+    def configure(self, args: Args) -> dict:
+        return {"rate": _unit_interval(args, "rate", self.name)}
+
+
+def _penalty(args: Args, name: str, pos: int):
+    """An L1/L2 factor: None means 0; otherwise a finite, non-negative number (Keras L1L2)."""
+    try:
+        value = args.get(name, 0.0, pos=pos)
+    except UnresolvedArgument:
+        return None
+    if value is None:
+        return 0.0
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or value != value or value in (float("inf"), float("-inf")) or value < 0):
+        raise LayerError(f"ActivityRegularization {name} must be a non-negative float, "
+                         f"got {value!r}")
+    return float(value)
+
+
+@register
+class ActivityRegularization(LayerKind):
+    """``ActivityRegularization(l1=0.0, l2=0.0)``: adds a loss, no weights, same shape."""
+
+    name = "ActivityRegularization"
+    family = "regularization"
+
+    def configure(self, args: Args) -> dict:
+        return {"l1": _penalty(args, "l1", 0), "l2": _penalty(args, "l2", 1)}

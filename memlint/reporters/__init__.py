@@ -1,5 +1,16 @@
-"""Reporters: the same diagnostics and models printed as text, JSON, GitHub annotations or SARIF."""
+"""Reporters: the same diagnostics and models printed as text, JSON, GitHub annotations or SARIF.
 
-from memlint.reporters import github, json_format, sarif, text
+Each reporter module provides ``render_check(reports, errors, options)`` and
+``render_report(reports, errors, options)``; only the one asked for is imported.
+"""
 
-FORMATS = {"text": text, "json": json_format, "github": github, "sarif": sarif}
+from __future__ import annotations
+
+from importlib import import_module
+
+FORMATS = {"text": "text", "json": "json_format", "github": "github", "sarif": "sarif"}
+
+
+def reporter(name: str):
+    """The reporter module for an output format name."""
+    return import_module(f"memlint.reporters.{FORMATS[name]}")

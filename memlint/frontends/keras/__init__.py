@@ -8,6 +8,7 @@ plus diagnostics for what could not be resolved.
 from __future__ import annotations
 
 import ast
+
 import io
 import sys
 import threading
@@ -15,7 +16,7 @@ import tokenize
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -33,11 +34,17 @@ class FrontendResult:
     models: list = field(default_factory=list)  # list[ModelGraph]
     diagnostics: list = field(default_factory=list)
     module: Optional[cst.Module] = None  # the parsed file, for source-level rules
+    positions: Any = None  # node -> CodeRange for ``module``, shared with the rules
     definitions: list = field(default_factory=list)  # (kind, name, Location) not evaluated
     internal_errors: list = field(default_factory=list)  # memlint's own bugs, one line each
 
 
 MAX_SOURCE_CHARS = 500_000  # larger files are not analysed (libcst needs ~10 s per MB)
+# The whole pipeline (parse, positions, interpretation, rules) costs ~50 us per token of code,
+# whatever the characters: 20,000 tokens (2,000+ dense lines, far beyond a model script) keep
+# one file under ~1-2 s.  Comments, blank lines and indentation are not counted.
+MAX_TOKENS = 20_000
+_COUNTED_TOKENS = frozenset((tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING))
 MAX_NESTING = 100  # syntax nesting (expressions in expressions ...) beyond any real model script
 _RECURSION_LIMIT = 4_000  # libcst and the interpreter recurse a few frames per nesting level
 
@@ -73,8 +80,11 @@ def _nesting_problem(source: str) -> Optional[str]:
         return f"the file has more than {MAX_SOURCE_CHARS:,} characters; it is not analysed"
     # brackets first: CPython refuses more than 200 levels with a SyntaxError, libcst does not
     # (and its parser can overflow the C stack on thousands)
-    if _bracket_depth(source) > MAX_NESTING:
+    depth, tokens = _bracket_depth_and_tokens(source)
+    if depth > MAX_NESTING:
         return f"the file nests brackets more than {MAX_NESTING} levels deep; it is not analysed"
+    if tokens > MAX_TOKENS:
+        return f"the file has more than {MAX_TOKENS:,} tokens of code; it is not analysed"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -93,11 +103,14 @@ def _nesting_problem(source: str) -> Optional[str]:
     return None
 
 
-def _bracket_depth(source: str) -> int:
-    """The deepest nesting of (), [] and {} in the file (up to where tokenizing fails)."""
-    depth = deepest = 0
+def _bracket_depth_and_tokens(source: str) -> tuple:
+    """The deepest nesting of (), [] and {} in the file and its number of tokens of code
+    (names, operators, numbers, strings), both up to where tokenizing fails."""
+    depth = deepest = tokens = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in _COUNTED_TOKENS:
+                tokens += 1
             if token.type == tokenize.OP:
                 if token.string in "([{":
                     depth += 1
@@ -106,7 +119,7 @@ def _bracket_depth(source: str) -> int:
                     depth -= 1
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass  # malformed files: libcst reports where
-    return deepest
+    return deepest, tokens
 
 
 def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = None,
@@ -141,7 +154,8 @@ def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendR
         state.syntax_error(Location(path, line, column),
                            f"cannot parse this file: {exc.message}")
         return FrontendResult(diagnostics=state.diagnostics)
-    Interpreter(module, state).run()
+    interpreter = Interpreter(module, state)
+    interpreter.run()
     models = []
     for model in state.models:
         graph = to_graph(state, model, input_override=input_shape)
@@ -154,6 +168,7 @@ def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendR
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
+                          positions=interpreter.positions,
                           internal_errors=state.internal_errors,
                           definitions=state.definitions)
 
