@@ -180,3 +180,38 @@ def test_huge_files_and_deep_brackets_are_refused_quickly():
         result = analyze_source(source, "big.py")
         assert [d.code for d in result.diagnostics] == ["MEM903"]
     assert time.monotonic() - start < SECONDS
+
+
+def test_files_with_too_many_tokens_are_refused_quickly():
+    # found by the Keras source sweep: keras/src/ops/numpy_test.py (448 kB, under the size
+    # bound) took 15 s; the cost follows the tokens of code, not the characters
+    from memlint.frontends.keras import MAX_SOURCE_CHARS, MAX_TOKENS
+
+    source = "import keras\n" + "x = keras.layers.Dense(4)\n" * (MAX_TOKENS // 8 + 1)
+    assert len(source) < MAX_SOURCE_CHARS
+    start = time.monotonic()
+    result = analyze_source(source, "many_tokens.py")
+    assert time.monotonic() - start < 2
+    assert result.models == []
+    (diag,) = result.diagnostics
+    assert diag.code == "MEM903" and "tokens" in diag.message
+
+
+def test_comments_and_docstrings_do_not_count_as_tokens():
+    from memlint.frontends.keras import MAX_TOKENS
+
+    padding = ("# " + "c" * 70 + "\n") * 2_000 + '"""' + "d" * 100_000 + '"""\n'
+    model = ("import keras\n"
+             "m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n")
+    result = analyze_source(padding + model, "commented.py")
+    assert [graph.variable for graph in result.models] == ["m"]
+    # just under the bound is analysed too
+    filler = "a = 1\n" * ((MAX_TOKENS - 40) // 3)
+    result = analyze_source(filler + model, "dense.py")
+    assert [graph.variable for graph in result.models] == ["m"]
+
+
+def test_a_long_chain_under_the_token_bound_is_refused_by_its_nesting():
+    result = analyze_source("x = " + " + ".join(["1"] * 3_000) + "\n", "chain.py")
+    (diag,) = result.diagnostics
+    assert diag.code == "MEM903" and "nests" in diag.message

@@ -1,0 +1,151 @@
+"""Robustness sweep: memlint over every .py file of the installed Keras package's own source.
+
+Keras's source is a large body of real, varied Python that memlint was never written for
+(backends, tests, utilities, classes with dynamic tricks).  Every file must come back with
+results or diagnostics: no exception, no internal error (``report.internal_errors``, which
+makes the CLI exit 2) and no file over :data:`PER_FILE_SECONDS`.  The files are only read,
+never imported.  The share of layers whose output shape memlint resolved is printed (run
+with ``pytest -s``), not asserted: Keras's source builds almost no models at module level.
+
+The whole sweep runs in this one process.  It takes about 2 minutes on a 2-core machine, so
+every file is analysed; ``MEMLINT_SWEEP_EVERY=N`` analyses every Nth file (sorted by path)
+instead, for a quicker deterministic sample.  ``benchmarks/bench_sweep.py`` times the same
+sweep.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from memlint.analysis import analyze_file
+from memlint.config import Settings
+
+PER_FILE_SECONDS = 2.0  # a file slower than this twice in a row is a failure
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    seconds: float
+    exception: Optional[str] = None  # "Type: message" when analyze_file raised
+    internal_errors: list = field(default_factory=list)
+    models: int = 0
+    layers: int = 0
+    resolved: int = 0  # layers whose output shape is known
+
+
+@dataclass
+class SweepResult:
+    root: Path
+    total_files: int  # .py files under the package
+    every: int  # every Nth file was analysed
+    outcomes: list  # list[FileOutcome]
+    seconds: float  # wall time of the whole sweep
+
+    @property
+    def layers(self) -> int:
+        return sum(o.layers for o in self.outcomes)
+
+    @property
+    def resolved(self) -> int:
+        return sum(o.resolved for o in self.outcomes)
+
+    @property
+    def models(self) -> int:
+        return sum(o.models for o in self.outcomes)
+
+    def share_text(self) -> str:
+        if not self.layers:
+            return f"resolved layers: n/a (no layers found; {self.models} models)"
+        return (f"resolved layers: {self.resolved}/{self.layers} "
+                f"({100.0 * self.resolved / self.layers:.1f}%) in {self.models} models")
+
+    def summary(self) -> str:
+        times = [o.seconds for o in self.outcomes]
+        sample = "all files" if self.every == 1 else f"every {self.every}th file"
+        return (f"memlint sweep of {self.root}: {len(self.outcomes)}/{self.total_files} .py "
+                f"files ({sample}) in {self.seconds:.1f} s; per file median "
+                f"{statistics.median(times) if times else 0:.3f} s, max "
+                f"{max(times, default=0):.2f} s; {self.share_text()}")
+
+
+def keras_root() -> Optional[Path]:
+    """The installed ``keras`` package's folder (found without importing it), or None."""
+    spec = importlib.util.find_spec("keras")
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if locations:
+        return Path(locations[0])
+    return Path(spec.origin).parent if spec.origin else None
+
+
+def source_files(root: Path, every: int = 1) -> tuple:
+    """(every Nth .py file under root sorted by path, the number of .py files)."""
+    files = sorted(p for p in root.rglob("*.py") if p.is_file())
+    return files[::max(every, 1)], len(files)
+
+
+def analyse_one(path: Path, settings: Settings) -> FileOutcome:
+    start = time.perf_counter()
+    try:
+        report = analyze_file(str(path), settings)
+    except Exception as exc:  # noqa: BLE001 - any exception is what the sweep looks for
+        return FileOutcome(str(path), time.perf_counter() - start,
+                           exception=f"{type(exc).__name__}: {exc}")
+    outcome = FileOutcome(str(path), time.perf_counter() - start,
+                          internal_errors=list(report.internal_errors),
+                          models=len(report.models))
+    for graph in report.models:
+        for layer in graph.layers:
+            outcome.layers += 1
+            if layer.unresolved is None and layer.output_shape is not None:
+                outcome.resolved += 1
+    return outcome
+
+
+def run_sweep(root: Path, every: int = 1, settings: Optional[Settings] = None) -> SweepResult:
+    """Analyse the files in this process, one after another, timing each."""
+    settings = settings or Settings(gpu="8GiB")
+    files, total = source_files(root, every)
+    start = time.perf_counter()
+    outcomes = [analyse_one(path, settings) for path in files]
+    return SweepResult(root, total, every, outcomes, time.perf_counter() - start)
+
+
+def sweep_every() -> int:
+    return max(int(os.environ.get("MEMLINT_SWEEP_EVERY", "1") or 1), 1)
+
+
+@pytest.mark.slow
+def test_memlint_survives_the_keras_source_tree():
+    root = keras_root()
+    if root is None or not root.is_dir():
+        if os.environ.get("MEMLINT_REQUIRE_ORACLE") == "1":
+            pytest.fail("MEMLINT_REQUIRE_ORACLE=1 but keras is not installed")
+        pytest.skip("keras is not installed: nothing to sweep (pip install -e '.[test,oracle]')")
+    settings = Settings(gpu="8GiB")
+    result = run_sweep(root, sweep_every(), settings)
+    print("\n" + result.summary())
+    assert result.outcomes, f"no .py files under {root}"
+
+    crashed = [f"{o.path}: {o.exception}" for o in result.outcomes if o.exception]
+    internal = [error for o in result.outcomes for error in o.internal_errors]
+    # a shared machine can stall one file: re-time a slow file once before calling it slow
+    slow = []
+    for outcome in result.outcomes:
+        if outcome.seconds > PER_FILE_SECONDS and not outcome.exception:
+            again = analyse_one(Path(outcome.path), settings)
+            if again.seconds > PER_FILE_SECONDS:
+                slow.append(f"{outcome.path}: {outcome.seconds:.2f} s, then {again.seconds:.2f} s")
+    assert not crashed, "analyze_file raised:\n" + "\n".join(crashed)
+    assert not internal, "internal errors:\n" + "\n".join(internal)
+    assert not slow, f"files over {PER_FILE_SECONDS} s:\n" + "\n".join(slow)
