@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from memlint.checks.wording import percent
 from memlint.layers.base import format_shape
 from memlint.memory import max_batch_size
 from memlint.memory.dtypes import precision
@@ -105,7 +106,7 @@ def model_report(graph, breakdown, budget) -> list:
             f"{format_bytes(budget.reserve)} (CUDA context {format_bytes(budget.cuda_context)}"
             f" + framework {format_bytes(budget.framework_reserve)}), usable "
             f"{format_bytes(budget.usable)}",
-            f"  verdict:      peak is {share:.0%} of usable memory: "
+            f"  verdict:      peak is {percent(share)} of usable memory: "
             f"{'fits' if share <= 1 else 'does NOT fit'}",
             f"  largest batch size that fits: {max_batch_size(breakdown, budget.usable):,}",
         ]
