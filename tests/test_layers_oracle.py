@@ -34,6 +34,8 @@ def keras_results():
 
 
 def _value(value):
+    if isinstance(value, list):
+        return [_value(v) for v in value]
     if isinstance(value, dict) and "__layer__" in value:
         return _instance(value["__layer__"], value["args"], value["kwargs"])
     return value

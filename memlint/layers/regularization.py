@@ -119,12 +119,13 @@ class SpatialDropout3D(_SpatialDropout):
     rank = 5
 
 
-def _unit_interval(args: Args, name: str, layer: str):
-    """A required argument checked to lie in [0, 1] when known (None when unknown)."""
-    if not args.has(name, pos=0):
+def _unit_interval(args: Args, name: str, layer: str, alias: str):
+    """A required argument (Keras 1: ``alias``) checked to lie in [0, 1] when known (None
+    when unknown)."""
+    if not args.has(name, pos=0, aliases=(alias,)):
         raise LayerError(f"{layer} needs a '{name}' argument")
     try:
-        value = args.get(name, pos=0)
+        value = args.get(name, pos=0, aliases=(alias,))
     except UnresolvedArgument:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -134,24 +135,26 @@ def _unit_interval(args: Args, name: str, layer: str):
 
 @register
 class GaussianNoise(LayerKind):
-    """``GaussianNoise(stddev, seed=None)``: additive noise in training; stddev in [0, 1]."""
+    """``GaussianNoise(stddev, seed=None)`` (Keras 1: ``sigma``): additive noise in training;
+    stddev in [0, 1]."""
 
     name = "GaussianNoise"
     family = "regularization"
 
     def configure(self, args: Args) -> dict:
-        return {"stddev": _unit_interval(args, "stddev", self.name)}
+        return {"stddev": _unit_interval(args, "stddev", self.name, "sigma")}
 
 
 @register
 class GaussianDropout(LayerKind):
-    """``GaussianDropout(rate, seed=None)``: multiplicative noise; rate in [0, 1]."""
+    """``GaussianDropout(rate, seed=None)`` (Keras 1: ``p``): multiplicative noise; rate in
+    [0, 1]."""
 
     name = "GaussianDropout"
     family = "regularization"
 
     def configure(self, args: Args) -> dict:
-        return {"rate": _unit_interval(args, "rate", self.name)}
+        return {"rate": _unit_interval(args, "rate", self.name, "p")}
 
 
 @register
@@ -162,7 +165,7 @@ class AlphaDropout(LayerKind):
     family = "regularization"
 
     def configure(self, args: Args) -> dict:
-        return {"rate": _unit_interval(args, "rate", self.name)}
+        return {"rate": _unit_interval(args, "rate", self.name, "p")}
 
 
 def _penalty(args: Args, name: str, pos: int):

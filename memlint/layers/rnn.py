@@ -1,4 +1,6 @@
-"""Recurrent layers: SimpleRNN, LSTM, GRU, and the Bidirectional wrapper.
+"""Recurrent layers: SimpleRNN, LSTM, GRU, the generic RNN with its cells (SimpleRNNCell,
+LSTMCell, GRUCell, StackedRNNCells), Keras 2's CuDNNLSTM and CuDNNGRU, and the Bidirectional
+wrapper.
 
 A recurrent layer reads ``(batch, steps, features)`` and returns the last output
 ``(batch, units)``, or every output ``(batch, steps, units)`` with ``return_sequences``.
@@ -120,6 +122,240 @@ class GRU(Recurrent):
         return (3 * config["units"],)
 
 
+# ---------------------------------------------------------------- Keras 2 CuDNN layers
+
+class _CuDNNRecurrent(Recurrent):
+    """Keras 2's GPU-only ``CuDNNLSTM`` / ``CuDNNGRU`` (``tf.compat.v1.keras.layers``),
+    which Keras 3 dropped.  Always biased, with separate input and recurrent biases:
+    ``bias`` ``(2 * gates * units,)``.  Same outputs as LSTM / GRU; no ``use_bias``,
+    ``unroll`` or activations."""
+
+    def configure(self, args: Args) -> dict:
+        config = super().configure(args)
+        config["use_bias"] = True
+        return config
+
+    def bias_shape(self, config) -> tuple:
+        return (2 * self.gates * config["units"],)
+
+
+@register
+class CuDNNLSTM(_CuDNNRecurrent):
+    """``CuDNNLSTM(units)``: 4 * (features * units + units * units) + 8 * units weights."""
+
+    name = "CuDNNLSTM"
+    gates = 4
+    states = 2
+
+
+@register
+class CuDNNGRU(_CuDNNRecurrent):
+    """``CuDNNGRU(units)``: 3 * (features * units + units * units) + 6 * units weights
+    (the count of a Keras 3 ``GRU(units)`` with ``reset_after=True``)."""
+
+    name = "CuDNNGRU"
+    gates = 3
+
+
+# ---------------------------------------------------------------- RNN and its cells
+
+def _units(args: Args) -> int:
+    units = args.get("units", pos=0)
+    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+        raise LayerError(f"units must be a positive int, got {units!r}")
+    return units
+
+
+class RecurrentCell(LayerKind):
+    """One step of a recurrence, run over time by :class:`RNN`; subclasses set ``gates`` and
+    ``states``.  Its weights are those of the matching layer (LSTMCell ~ LSTM, ...)."""
+
+    family = "rnn"
+    gates = 1
+    states = 1
+
+    def configure(self, args: Args) -> dict:
+        return {"units": _units(args), "use_bias": bool(args.get("use_bias", True))}
+
+    def state_size(self, config):
+        """An int for one state, a list for several (as the Keras cell's ``state_size``)."""
+        return config["units"] if self.states == 1 else [config["units"]] * self.states
+
+    def output_size(self, config) -> int:
+        return config["units"]
+
+    def output_shape(self, config, input_shape):
+        raise LayerError(f"{self.name} is a cell: wrap it in RNN(...) to run it over a sequence")
+
+    def weights(self, config, input_shape):
+        features = input_shape[-1] if input_shape else None
+        if features is None:
+            raise LayerError(f"the feature dimension of the input to {self.name} must be "
+                             f"defined, got {input_shape}")
+        units = config["units"]
+        out = [Weight("kernel", (features, self.gates * units)),
+               Weight("recurrent_kernel", (units, self.gates * units))]
+        if config["use_bias"]:
+            out.append(Weight("bias", self.bias_shape(config)))
+        return out
+
+    def bias_shape(self, config) -> tuple:
+        return (self.gates * config["units"],)
+
+
+@register
+class SimpleRNNCell(RecurrentCell):
+    """``SimpleRNNCell(units)``: one state."""
+
+    name = "SimpleRNNCell"
+
+
+@register
+class LSTMCell(RecurrentCell):
+    """``LSTMCell(units)``: four gates; two states (hidden and cell)."""
+
+    name = "LSTMCell"
+    gates = 4
+    states = 2
+
+
+@register
+class GRUCell(RecurrentCell):
+    """``GRUCell(units, reset_after=True)``: three gates, one state."""
+
+    name = "GRUCell"
+    gates = 3
+
+    def configure(self, args: Args) -> dict:
+        config = super().configure(args)
+        config["reset_after"] = bool(args.get("reset_after", True))
+        return config
+
+    def bias_shape(self, config) -> tuple:
+        if config["reset_after"]:
+            return (2, 3 * config["units"])
+        return (3 * config["units"],)
+
+
+def _cell(value, what: str) -> dict:
+    """A cell argument as a plain description (class name, config, trainable).
+
+    Accepts a :class:`LayerInstance`, a frontend object holding one as ``.instance``, or a
+    list of them (a StackedRNNCells).
+    """
+    if isinstance(value, (list, tuple)):
+        cells = [_cell(v, what) for v in value]
+        return {"class_name": "StackedRNNCells", "config": {"cells": cells}, "trainable": True}
+    instance = getattr(value, "instance", value)
+    if not isinstance(instance, LayerInstance):
+        reason = getattr(value, "reason", None)
+        if isinstance(reason, str):
+            raise UnresolvedArgument(what, f"the cell is not modelled: {reason}")
+        raise LayerError(f"{what} must be an RNN cell, got {value!r}")
+    if not isinstance(instance.kind, (RecurrentCell, StackedRNNCells)):
+        raise LayerError(f"{what} must be an RNN cell, got {instance.kind.name}")
+    return {"class_name": instance.kind.name, "config": dict(instance.config),
+            "trainable": instance.trainable}
+
+
+def _cell_state_size(cell: dict):
+    return REGISTRY[cell["class_name"]].state_size(cell["config"])
+
+
+def _cell_output_size(cell: dict) -> int:
+    return REGISTRY[cell["class_name"]].output_size(cell["config"])
+
+
+def _cell_weights(cell: dict, step_shape: tuple) -> list:
+    kind = REGISTRY[cell["class_name"]]
+    return [Weight(w.name, w.shape, trainable=w.trainable and cell["trainable"])
+            for w in kind.weights(cell["config"], step_shape)]
+
+
+@register
+class StackedRNNCells(LayerKind):
+    """``StackedRNNCells(cells)``: cells run one after another within a time step; each
+    cell's input is the previous cell's output.  Its state size lists every cell's."""
+
+    name = "StackedRNNCells"
+    family = "rnn"
+
+    def configure(self, args: Args) -> dict:
+        cells = args.get("cells", pos=0)
+        if not isinstance(cells, (list, tuple)):
+            raise LayerError(f"StackedRNNCells needs a list of cells, got {cells!r}")
+        if not cells:
+            raise LayerError("StackedRNNCells needs at least one cell")
+        return {"cells": [_cell(c, "cells") for c in cells]}
+
+    def state_size(self, config) -> list:
+        return [_cell_state_size(c) for c in config["cells"]]
+
+    def output_size(self, config) -> int:
+        return _cell_output_size(config["cells"][-1])
+
+    def output_shape(self, config, input_shape):
+        raise LayerError("StackedRNNCells is a cell: wrap it in RNN(...)")
+
+    def weights(self, config, input_shape):
+        out = []
+        shape = tuple(input_shape)
+        for cell in config["cells"]:
+            out += _cell_weights(cell, shape)
+            shape = (shape[0], _cell_output_size(cell))
+        return out
+
+
+@register
+class RNN(LayerKind):
+    """``RNN(cell, return_sequences=False, return_state=False, go_backwards=False,
+    stateful=False, unroll=False)``; a list of cells is a StackedRNNCells.
+
+    Each time step feeds the cell ``(batch, *shape[2:])``.  The output has the cell's output
+    size; with ``return_state`` one shape per entry of the cell's state size follows, nested
+    as the state size is (a stacked LSTMCell contributes a list of two shapes).
+    """
+
+    name = "RNN"
+    family = "rnn"
+
+    def configure(self, args: Args) -> dict:
+        cell = args.get("cell", pos=0)
+        if isinstance(cell, (list, tuple)) and not cell:
+            raise LayerError("RNN needs at least one cell")
+        config = {"cell": _cell(cell, "cell")}
+        for pos, flag in enumerate(_FLAGS, start=1):
+            config[flag] = bool(args.get(flag, False, pos=pos))
+        return config
+
+    def output_shape(self, config, input_shape):
+        if len(input_shape) < 2:
+            raise LayerError(f"RNN needs input of rank >= 2, got {input_shape}")
+        self.weights(config, input_shape)  # Keras builds the cell first
+        batch, length = input_shape[0], input_shape[1]
+        if config["stateful"] and batch is None:
+            raise LayerError(f"a stateful RNN needs a fixed batch size, got {input_shape}")
+        cell = config["cell"]
+        size = _cell_output_size(cell)
+        output = (batch, length, size) if config["return_sequences"] else (batch, size)
+        if not config["return_state"]:
+            return output
+        state_size = _cell_state_size(cell)
+        states = []
+        for entry in state_size if isinstance(state_size, list) else [state_size]:
+            if isinstance(entry, list):
+                states.append([(batch, s) for s in entry])
+            else:
+                states.append((batch, entry))
+        return [output] + states
+
+    def weights(self, config, input_shape):
+        if len(input_shape) < 2:
+            raise LayerError(f"RNN needs input of rank >= 2, got {input_shape}")
+        step = (input_shape[0],) + tuple(input_shape[2:])
+        return _cell_weights(config["cell"], step)
+
+
 # ---------------------------------------------------------------- Bidirectional
 
 _MERGE_MODES = ("concat", "sum", "mul", "ave", None)
@@ -138,7 +374,7 @@ def _wrapped(value, what: str) -> dict:
         if isinstance(reason, str):
             raise UnresolvedArgument(what, f"the wrapped layer is not modelled: {reason}")
         raise LayerError(f"Bidirectional {what} must be a recurrent layer, got {value!r}")
-    if not isinstance(instance.kind, Recurrent):
+    if not isinstance(instance.kind, (Recurrent, RNN)):
         raise LayerError(
             f"Bidirectional {what} must be a recurrent layer, got {instance.kind.name}"
         )

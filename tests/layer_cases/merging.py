@@ -62,3 +62,33 @@ CASES += [
     case("Concatenate", input=[[None, 3]], call="list"),
     case("Concatenate", input=[[None, 7], [None, 9]], trainable=False, call="list"),
 ]
+
+CASES += [
+    # Dot: int or pair axes; sizes along the axes must agree
+    case("Dot", 1, input=[[None, 8], [None, 8]], call="list"),
+    case("Dot", axes=-1, input=[[None, 8], [None, 8]], call="list"),
+    case("Dot", -1, normalize=True, input=[[None, 5, 8], [None, 6, 8]], call="list"),
+    case("Dot", axes=(2, 2), input=[[None, 5, 8], [None, 6, 8]], call="list"),
+    case("Dot", axes=[1, 1], input=[[None, 5, 8], [None, 5, 3]], call="list"),
+    case("Dot", axes=(2, 1), input=[[None, 5, 8], [None, 8, 3]], call="list"),
+    case("Dot", axes=(-1, -2), input=[[None, 5, 8], [None, 8, 3]], call="list"),
+    case("Dot", 2, input=[[None, 5, 8], [None, 6, 8]], call="list"),
+    case("Dot", -1, input=[[None, 4, 5, 8], [None, 8]], call="list"),
+    case("Dot", (3, 1), input=[[None, 4, 5, 8], [None, 8]], call="list"),
+    case("Dot", 1, input=[[None, None], [None, None]], call="list"),
+    case("Dot", 1, input=[[None, None, 4], [None, None, 6]], call="list"),
+    case("Dot", 1, input=[[2, 3], [2, 3]], call="list"),
+    case("Dot", 1, trainable=False, input=[[None, 3], [None, 3]], call="list"),
+    case("Dot", 0, input=[[4, 3], [4, 3]], call="list"),
+    # rejected
+    case("Dot", 1, input=[[None, 8], [None, 7]], call="list"),
+    case("Dot", 1, input=[[None, None], [None, 7]], call="list"),
+    case("Dot", (1, 2, 3), input=[[None, 8], [None, 8]], call="list"),
+    case("Dot", (1.0, 1), input=[[None, 8], [None, 8]], call="list"),
+    case("Dot", "last", input=[[None, 8], [None, 8]], call="list"),
+    case("Dot", 1, input=[[None, 8], [None, 8], [None, 8]], call="list"),
+    case("Dot", 1, input=[[None, 8]], call="list"),
+    case("Dot", 3, input=[[None, 8], [None, 8]], call="list"),
+    case("Dot", (1, 4), input=[[None, 8, 2], [None, 8]], call="list"),
+    case("Dot", input=[[None, 8], [None, 8]], call="list"),
+]

@@ -47,3 +47,37 @@ CASES = [
     case("LayerNormalization", axis=0, input=[None, 6, 4]),
     case("LayerNormalization", axis=0, input=[3, 6, 4]),
 ]
+
+CASES += [
+    # GroupNormalization: groups divide the (known) channel axis; gamma/beta per channel
+    case("GroupNormalization", input=[None, 8, 8, 64]),
+    case("GroupNormalization", 4, input=[None, 16]),
+    case("GroupNormalization", groups=2, axis=1, input=[None, 6, 5, 5]),
+    case("GroupNormalization", -1, input=[None, None, 12]),
+    case("GroupNormalization", groups=1, input=[None, 7]),
+    case("GroupNormalization", 3, axis=-2, input=[None, 9, 4]),
+    case("GroupNormalization", 4, center=False, input=[None, 10, 8]),
+    case("GroupNormalization", 4, scale=False, input=[None, 10, 8]),
+    case("GroupNormalization", 4, center=False, scale=False, input=[None, 10, 8]),
+    case("GroupNormalization", 2, trainable=False, input=[None, 4, 4, 6]),
+    case("GroupNormalization", 4, epsilon=1e-5, input=[2, 3, 8]),
+    case("GroupNormalization", input=[None, 16]),
+    case("GroupNormalization", 3, input=[None, 8]),
+    case("GroupNormalization", 4, input=[None, 8, None]),
+    case("GroupNormalization", 0, input=[None, 8]),
+    case("GroupNormalization", -2, input=[None, 8]),
+    case("GroupNormalization", 2.0, input=[None, 8]),
+    case("GroupNormalization", 2, axis=3, input=[None, 4, 8]),
+    case("GroupNormalization", 2, axis=[1, 2], input=[None, 4, 8]),
+    # UnitNormalization: no weights; axes must be in range
+    case("UnitNormalization", input=[None, 16]),
+    case("UnitNormalization", axis=1, input=[None, 4, 5]),
+    case("UnitNormalization", axis=[1, 2], input=[None, None, 5]),
+    case("UnitNormalization", axis=(-1, -2), input=[None, 3, 4, 5]),
+    case("UnitNormalization", -3, input=[None, 3, 4]),
+    case("UnitNormalization", trainable=False, input=[None, None]),
+    case("UnitNormalization", axis=3, input=[None, 3, 4]),
+    case("UnitNormalization", axis=-4, input=[None, 3, 4]),
+    case("UnitNormalization", axis=[1, 5], input=[None, 3, 4]),
+    case("UnitNormalization", axis="last", input=[None, 3, 4]),
+]

@@ -36,3 +36,42 @@ CASES = [
     case("SpatialDropout3D", 0.5, data_format="channels_first", input=[None, 2, 4, 8, 8]),
     case("SpatialDropout3D", 0.5, input=[None, 8, 8, 2]),
 ]
+
+CASES += [
+    # GaussianNoise / GaussianDropout / AlphaDropout: no weights, any rank, [0, 1] checks
+    case("GaussianNoise", 0.1, input=[None, 16]),
+    case("GaussianNoise", stddev=0.5, input=[None, None, 8]),
+    case("GaussianNoise", 0.0, seed=1, input=[None, 4, 4, 3]),
+    case("GaussianNoise", 1, trainable=False, input=[2, 5]),
+    case("GaussianNoise", 1.5, input=[None, 4]),
+    case("GaussianNoise", -0.2, input=[None, 4]),
+    case("GaussianNoise", input=[None, 4]),
+    case("GaussianDropout", 0.3, input=[None, 10]),
+    case("GaussianDropout", rate=1.0, input=[None, None, None, 3]),
+    case("GaussianDropout", 0.0, input=[None, 7, 2]),
+    case("GaussianDropout", 1.2, input=[None, 4]),
+    case("GaussianDropout", -1, input=[None, 4]),
+    case("GaussianDropout", input=[None, 4]),
+    case("AlphaDropout", 0.1, input=[None, 32]),
+    case("AlphaDropout", rate=0.5, seed=7, input=[None, None, 6]),
+    case("AlphaDropout", 0.2, noise_shape=[None, 1, 6], input=[None, 5, 6]),
+    case("AlphaDropout", 0.0, input=[3, 2, 2, 2, 2]),
+    case("AlphaDropout", 2.0, input=[None, 4]),
+    case("AlphaDropout", input=[None, 4]),
+    # ActivityRegularization: l1/l2 must be non-negative numbers
+    case("ActivityRegularization", input=[None, 8]),
+    case("ActivityRegularization", l1=0.01, input=[None, 4, 8]),
+    case("ActivityRegularization", 0.01, 0.02, input=[None, None, 3]),
+    case("ActivityRegularization", l2=1e-4, trainable=False, input=[None, 5]),
+    case("ActivityRegularization", l1=None, l2=None, input=[None, 5]),
+    case("ActivityRegularization", l1=-0.1, input=[None, 5]),
+    case("ActivityRegularization", l2=-1, input=[None, 5]),
+    case("ActivityRegularization", l1="big", input=[None, 5]),
+]
+
+CASES += [
+    # Keras 1 spellings: GaussianNoise(sigma), GaussianDropout(p)
+    case("GaussianNoise", sigma=0.2, input=[None, 16], twin=keras3("GaussianNoise", 0.2)),
+    case("GaussianDropout", p=0.3, input=[None, 4, 16], twin=keras3("GaussianDropout", 0.3)),
+    case("GaussianNoise", sigma=2.0, input=[None, 16], twin=keras3("GaussianNoise", 2.0)),
+]

@@ -123,3 +123,72 @@ CASES += [
          merge_mode="concat", input=[None, 15, 8],
          twin=keras3("Bidirectional", layer("LSTM", 10, return_sequences=True))),
 ]
+
+# RNN with cells: one cell, a list of cells, or a StackedRNNCells
+_RNN_FLAGS = [{}, {"return_sequences": True}, {"return_state": True},
+              {"return_sequences": True, "return_state": True}]
+for _cell in ("SimpleRNNCell", "LSTMCell", "GRUCell"):
+    for _flags in _RNN_FLAGS:
+        CASES.append(case("RNN", layer(_cell, 6), input=[None, 10, 4], **_flags))
+    CASES += [
+        case("RNN", layer(_cell, 5, use_bias=False), input=[None, None, 3]),
+        case("RNN", layer(_cell, units=3, dropout=0.1), go_backwards=True, input=[2, 7, 4]),
+        case("RNN", layer(_cell, 4, trainable=False), input=[None, 7, 4]),
+        case("RNN", layer(_cell, 4), trainable=False, input=[None, 7, 4]),
+        case("RNN", layer(_cell, 4), input=[None, 7, None]),
+        case("RNN", layer(_cell, 4), input=[None, 2, 7, 4]),
+        case("RNN", layer(_cell, 4), input=[3, 7]),
+        case("RNN", layer(_cell, 4), input=[None, 7]),
+        case("RNN", layer(_cell, 4), stateful=True, input=[None, 7, 4]),
+        case("RNN", layer(_cell, 4), stateful=True, return_state=True, input=[2, 7, 4]),
+        case("RNN", layer(_cell, 4), False, True, unroll=True, input=[None, 7, 4]),
+        case("Bidirectional", layer("RNN", layer(_cell, 4)), input=[None, 7, 4]),
+        case("Bidirectional", layer("RNN", layer(_cell, 4), return_sequences=True),
+             merge_mode="sum", input=[None, 7, 4]),
+    ]
+
+CASES += [
+    case("RNN", layer("GRUCell", 4, reset_after=False), input=[None, 7, 4]),
+    case("RNN", layer("GRUCell", 4, reset_after=False, use_bias=False), input=[None, 7, 4]),
+    case("RNN", layer("LSTMCell", 4, unit_forget_bias=False), input=[None, 7, 4]),
+    case("RNN", layer("LSTMCell", 0), input=[None, 7, 4]),
+    case("RNN", layer("SimpleRNNCell", -1), input=[None, 7, 4]),
+    case("RNN", [], input=[None, 7, 4]),
+    case("RNN", layer("LSTM", 4), input=[None, 7, 4]),
+    case("RNN", layer("Dense", 4), input=[None, 7, 4]),
+    case("RNN", input=[None, 7, 4]),
+]
+
+# A list of cells, and StackedRNNCells (whose argument is a list of cells).
+CASES += [
+    case("RNN", [layer("LSTMCell", 8), layer("GRUCell", 3)], input=[None, 7, 4]),
+    case("RNN", [layer("LSTMCell", 8), layer("GRUCell", 3)], return_state=True,
+         return_sequences=True, input=[None, 7, 4]),
+    case("RNN", [layer("SimpleRNNCell", 8), layer("LSTMCell", 3)], return_state=True,
+         input=[None, None, 4]),
+    case("RNN", [layer("SimpleRNNCell", 8), layer("LSTMCell", 3, trainable=False),
+                 layer("GRUCell", 2, reset_after=False)], input=[None, 7, 4]),
+    case("RNN", layer("StackedRNNCells", [layer("LSTMCell", 5), layer("LSTMCell", 6)]),
+         return_state=True, input=[None, 7, 4]),
+    case("RNN", layer("StackedRNNCells", cells=[layer("GRUCell", 5)]), input=[None, 7, 4]),
+    case("RNN", layer("StackedRNNCells", [layer("LSTMCell", 5), layer("GRUCell", 2)]),
+         input=[None, 7, None]),
+    case("RNN", [layer("LSTMCell", 5)], input=[None, 7, 4]),
+]
+
+# Keras 2 CuDNNGRU: exactly a Keras 3 GRU with reset_after=True (separate input and
+# recurrent biases); CuDNNLSTM has no Keras 3 twin (see tests/test_layers_legacy.py).
+for _flags in _FLAG_COMBOS:
+    CASES.append(case("CuDNNGRU", 16, input=[None, 10, 8], twin=keras3("GRU", 16, **_flags),
+                      **_flags))
+CASES += [
+    case("CuDNNGRU", units=4, go_backwards=True, input=[None, None, 3],
+         twin=keras3("GRU", 4, go_backwards=True)),
+    case("CuDNNGRU", 4, stateful=True, input=[2, 5, 3], twin=keras3("GRU", 4, stateful=True)),
+    case("CuDNNGRU", 4, trainable=False, input=[None, 5, 3], twin=keras3("GRU", 4,
+                                                                         trainable=False)),
+    case("Bidirectional", layer("CuDNNGRU", 4), input=[None, 5, 3],
+         twin=keras3("Bidirectional", layer("GRU", 4))),
+    case("CuDNNGRU", 4, input=[None, 5, None], twin=keras3("GRU", 4)),
+    case("CuDNNGRU", 4, stateful=True, input=[None, 5, 3], twin=keras3("GRU", 4, stateful=True)),
+]
