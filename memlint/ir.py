@@ -79,7 +79,8 @@ class LayerNode:
     input_shapes: list = field(default_factory=list)  # per call: Shape or list of Shapes
     output_shapes: list = field(default_factory=list)  # per call: Shape or list of Shapes
     inbound: list = field(default_factory=list)  # per call: list of (layer name, call, output)
-    inner_shapes: list = field(default_factory=list)  # tensors made inside a nested model
+    inner_shapes: list = field(default_factory=list)  # tensors kept inside (attention scores,
+    #                                                   a nested model's layers), all calls
     unresolved: Optional[str] = None  # why this layer's shapes are unknown, if they are
 
     @property

@@ -58,3 +58,25 @@ def test_max_batch_size_is_linear_and_exact():
     usable = b.fixed_bytes + 10 * per_sample + per_sample // 2
     assert max_batch_size(b, usable) == 10
     assert max_batch_size(b, b.fixed_bytes - 1) == 0
+
+
+def test_attention_scores_count_as_saved_activations():
+    from memlint.frontends.keras import analyze_source
+
+    result = analyze_source(
+        "import keras\n"
+        "q = keras.Input((10, 16))\n"
+        "v = keras.Input((12, 16))\n"
+        "out = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(q, v)\n"
+        "m = keras.Model([q, v], out)\n"
+        "m.compile('sgd', 'mse')\n", "a.py")
+    (graph,) = result.models
+    mha = next(layer for layer in graph.layers if layer.type == "MultiHeadAttention")
+    # projected q (10x2x4), k (12x2x4), v (12x2x4), scores (2x10x12), heads output (10x2x4)
+    assert sorted(mha.inner_shapes) == sorted([(None, 10, 2, 4), (None, 12, 2, 4),
+                                               (None, 12, 2, 4), (None, 2, 10, 12),
+                                               (None, 10, 2, 4)])
+    b = estimate(graph)
+    batch = graph.setup.batch_size
+    per_sample = 80 + 96 + 96 + 240 + 80 + 10 * 16  # inner tensors + the layer's output
+    assert b.category("activations") == batch * per_sample * 4

@@ -67,6 +67,7 @@ class MultiHeadAttention(LayerKind):
             "output_shape": output_shape,
             "attention_axes": None if axes is None else tuple(axes),
             "use_gate": bool(args.get("use_gate", False)),
+            "dropout": args.get("dropout", 0.0, pos=3),
         }
 
     @staticmethod
@@ -107,6 +108,20 @@ class MultiHeadAttention(LayerKind):
                 raise LayerError(
                     f"attention axis {axis} is out of range for value {format_shape(value)}"
                 )
+
+    def saved_tensors(self, config, input_shape):
+        """The projected query, key and value, the softmax scores (and their dropout), and
+        the per-head output before the output projection (default attention axes: every
+        axis between batch and features)."""
+        query, value, key = self._inputs(input_shape)
+        heads, key_dim, value_dim = config["num_heads"], config["key_dim"], config["value_dim"]
+        batch, q_axes, k_axes = query[0], query[1:-1], key[1:-1]
+        scores = (batch, heads) + q_axes + k_axes
+        saved = [query[:-1] + (heads, key_dim), key[:-1] + (heads, key_dim),
+                 value[:-1] + (heads, value_dim), scores, query[:-1] + (heads, value_dim)]
+        if config.get("dropout"):
+            saved.append(scores)
+        return saved
 
     def weights(self, config, input_shape):
         query, value, key = self._inputs(input_shape)
@@ -168,6 +183,12 @@ class Attention(LayerKind):
         query, value = _query_value(self.name, input_shape)
         return query[:-1] + value[-1:]
 
+    def saved_tensors(self, config, input_shape):
+        """The (query steps x value steps) scores and their softmax."""
+        query, value = _query_value(self.name, input_shape)
+        scores = query[:-1] + value[1:-1]
+        return [scores, scores]
+
     def weights(self, config, input_shape):
         _query_value(self.name, input_shape)
         out = []
@@ -198,6 +219,13 @@ class AdditiveAttention(Attention):
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
             raise LayerError(f"dropout must be a float, got {dropout!r}")
         return {"use_scale": bool(args.get("use_scale", True, pos=0))}
+
+    def saved_tensors(self, config, input_shape):
+        """The broadcast sum of query and key (steps x steps x features) under the tanh, and
+        the scores with their softmax."""
+        query, value = _query_value(self.name, input_shape)
+        scores = query[:-1] + value[1:-1]
+        return [query[:-1] + value[1:-1] + query[-1:], scores, scores]
 
     def weights(self, config, input_shape):
         query, _ = _query_value(self.name, input_shape)

@@ -135,6 +135,11 @@ class LayerKind:
         """Variables created when the layer is built on ``input_shape``."""
         return []
 
+    def saved_tensors(self, config: dict, input_shape) -> list:
+        """Shapes (batch first) of tensors a call keeps for the backward pass besides its
+        output, such as attention score matrices.  Used by the memory model only."""
+        return []
+
 
 REGISTRY: dict[str, LayerKind] = {}
 

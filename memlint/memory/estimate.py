@@ -78,7 +78,8 @@ def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Option
 
 
 def inner_activation_bytes(layer, batch_size: int, element_bytes: int) -> int:
-    """Bytes of the tensors made inside a nested model layer (0 for ordinary layers)."""
+    """Bytes of the tensors a layer keeps inside besides its output (attention scores, the
+    layers of a nested model)."""
     return sum(_tensor_bytes(shape, batch_size, element_bytes) or 0
                for shape in layer.inner_shapes)
 
@@ -155,7 +156,7 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None) -> Memory
                           "slot(s) per trainable parameter"))
         parts.append(Part("saved activations", "activations", activations,
                           "every layer output at the batch size is kept for the backward pass"
-                          " (reshape views excluded; nested models' inner outputs included)"))
+                          " (reshape views excluded; attention scores and nested models' inner outputs included)"))
         transient = largest[1] if largest else 0
         parts.append(Part("input batch", "other", input_bytes, "model inputs at the batch size"))
         parts.append(Part("backward transient", "other", transient,

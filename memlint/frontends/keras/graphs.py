@@ -75,6 +75,8 @@ def _node(layer, call_indices: list) -> LayerNode:
                     pass  # the call itself already reported why
     else:
         config, weights = dict(layer.instance.config), layer_weights(layer)
+        for record in records:
+            inner += record.saved
     return LayerNode(name=layer.name, type=layer.type, location=layer.location,
                      config=config, weights=weights, inner_shapes=inner,
                      input_shapes=[r.input_shapes for r in records],

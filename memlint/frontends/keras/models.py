@@ -36,6 +36,7 @@ class CallRecord:
     input_shapes: Any
     output_shape: Any
     parents: list = field(default_factory=list)  # (LayerRef | OpaqueLayer, call, output)
+    saved: list = field(default_factory=list)  # extra tensors kept for backward (memory model)
 
 
 # ---------------------------------------------------------------------- creation
@@ -278,7 +279,8 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
         layer.weights = weights
         for stem in _BUILD_SUBLAYER_NAMES.get(layer.type, ()):
             state.unique_name(stem)
-    layer.calls.append(CallRecord(shapes, out, parents))
+    saved = layer.instance.kind.saved_tensors(layer.instance.config, shapes)
+    layer.calls.append(CallRecord(shapes, out, parents, saved))
     return output_tensors(layer, len(layer.calls) - 1)
 
 
