@@ -5,7 +5,8 @@
     training stubbed), when Keras is installed.
 
 Every figure is a fresh process, so start-up and imports count, as they do for a user or a
-pre-commit hook.  Ratios are computed from one run of this script (the machines are noisy:
+pre-commit hook.  memlint's modules are byte-compiled first, as ``pip install`` does for
+users (an environment with PYTHONDONTWRITEBYTECODE would otherwise recompile them each run).  Ratios are computed from one run of this script (the machines are noisy:
 compare ratios, not seconds).  Usage: python benchmarks/bench_fixtures.py [--repeat N]
 """
 
@@ -27,9 +28,15 @@ TWIN = re.compile(r"^#\s*oracle-twin:\s*(\S+)", re.MULTILINE)
 FLOOR = "import sys, libcst; libcst.parse_module(open(sys.argv[1], encoding='utf-8').read())"
 
 
-def timed(cmd: list, stdin: str | None = None) -> float:
+def environment() -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3",
                CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def timed(cmd: list, stdin: str | None = None) -> float:
+    env = environment()
     start = time.perf_counter()
     subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
     return time.perf_counter() - start
@@ -48,6 +55,8 @@ def main() -> int:
     args = parser.parse_args()
 
     with_keras = args.keras and importlib.util.find_spec("keras") is not None
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "memlint")],
+                   env=environment(), check=True)
     fixtures = sorted((ROOT / "fixtures").glob("*.py"))
     rows = []
     py = sys.executable
