@@ -25,11 +25,34 @@ def _stub(method):
     def run(self, *args, **kwargs):
         data = args[0] if args else kwargs.get("x")
         if not self.built and hasattr(data, "shape"):
-            self.build((None,) + tuple(data.shape[1:]))
+            if _is_subclassed(self):  # Keras 3 build() does not run call(): fit would
+                self(keras.Input(shape=tuple(data.shape[1:])))
+            else:
+                self.build((None,) + tuple(data.shape[1:]))
         return None
     run.__name__ = method
     return run
 
+
+def _is_subclassed(model):
+    return not isinstance(model, (keras.Sequential, keras.src.models.Functional))
+
+
+_layer_call = keras.layers.Layer.__call__
+
+
+def _recording_call(self, *args, **kwargs):
+    """Layers inside subclassed models have no graph nodes: remember each first output."""
+    out = _layer_call(self, *args, **kwargs)
+    if not hasattr(self, "_oracle_output"):
+        try:
+            self._oracle_output = _shape(out)
+        except Exception:
+            pass
+    return out
+
+
+keras.layers.Layer.__call__ = _recording_call
 
 for _method in _STUBBED:
     setattr(keras.Model, _method, _stub(_method))
@@ -46,6 +69,8 @@ def _output_shape(layer):
     try:
         return _shape(layer.output)
     except Exception:  # shared layers have several outputs: report the first call's
+        if not layer._inbound_nodes:  # a layer of a subclassed model
+            return getattr(layer, "_oracle_output", None)
         node = layer._inbound_nodes[0]
         return _shape(node.output_tensors)
 

@@ -158,6 +158,11 @@ def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendR
     interpreter.run()
     models = []
     for model in state.models:
+        if model.variable is None and (getattr(model, "inside_class", False) or (
+                getattr(model, "cls", None) is not None and model.as_layer is not None)):
+            # a model made inside a Layer / Model subclass of the file, or a Model subclass
+            # made inline as a layer of another model: a part of that model, not reported
+            continue
         graph = to_graph(state, model, input_override=input_shape)
         fixed = None
         if graph.input_shapes:

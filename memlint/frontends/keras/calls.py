@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from memlint.frontends.keras import models, nested
+from memlint.frontends.keras import classes, models, nested
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             OpaqueLayer, Optimizer, Policy, Ref,
@@ -60,6 +60,10 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
     """``base.attr`` for an abstract value."""
     if isinstance(base, Ref):
         return Ref(canonical(f"{base.name}.{attr}"))
+    if isinstance(base, classes.ClassLayer):
+        base = base.obj
+    if isinstance(base, (classes.ClassObject, classes.SuperProxy)):
+        return classes.get_attribute(base, attr)
     if isinstance(base, (Tensor, Array)):
         if attr == "shape":
             if isinstance(base, Tensor) and base.shape is None:
@@ -95,7 +99,11 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
 
 def set_attribute(obj: Any, attr: str, value: Any) -> None:
     """``obj.attr = value`` where it matters to the model (``layer.trainable = False``)."""
-    if attr == "trainable" and isinstance(value, bool):
+    if isinstance(obj, classes.ClassLayer):
+        obj = obj.obj
+    if isinstance(obj, classes.ClassObject):
+        classes.set_attribute(obj, attr, value)
+    elif attr == "trainable" and isinstance(value, bool):
         nested.set_trainable(obj, value)
 
 
@@ -130,6 +138,23 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, UserFunction):
         return interp.call_function(func, args, kwargs, node)
+    if isinstance(func, classes.UserClass):
+        return classes.construct(interp, func, args, kwargs, node)
+    if isinstance(func, classes.ObjMethod):
+        return classes.call_method(interp, func, args, kwargs, node)
+    if isinstance(func, classes.SuperCall):
+        return classes.SuperProxy(func.obj)
+    if isinstance(func, classes.ClassObject):
+        if _has_tensor(args, kwargs):
+            return models.call_layer(interp, classes.as_layer(func), args, kwargs, node)
+        data = args[0] if args else None
+        if func.cls.kind == "model" and isinstance(data, Array) and len(data.shape) >= 2:
+            loc = interp.location(node)
+            classes.trace_model(func, (None,) + tuple(data.shape[1:]),
+                                f"its call on data at line {loc.line}", loc)
+        return Unknown(f"result of calling {func.cls.name} on data")
+    if isinstance(func, classes.ClassLayer):
+        return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, (SequentialModel, FunctionalModel)):
         if args and isinstance(args[0], Array):
             return Unknown("result of calling a model on data")
@@ -211,6 +236,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if name in _TF_SHAPE_FUNCS:
         dims = _as_dims(args[0] if args else kwargs.get("shape", kwargs.get("dims")))
         return Array(dims) if dims is not None else Unknown(f"{name} of a shape not known")
+    if name in classes.TENSOR_FUNCTIONS:
+        return classes.tensor_function(name, args, kwargs)
     if name.startswith("numpy."):
         return _numpy(name, args, kwargs)
     if name.startswith("builtins."):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from memlint.frontends.keras import classes
 from memlint.frontends.keras.models import apply
 from memlint.frontends.keras.nested import (layer_weights, model_weights,
                                             nested_activation_shapes, sequential_input)
@@ -19,6 +20,8 @@ def to_graph(state, model, input_override: Optional[tuple] = None) -> ModelGraph
     """The :class:`ModelGraph` of a Sequential or functional model."""
     if isinstance(model, SequentialModel):
         return _sequential_graph(state, model, input_override)
+    if isinstance(model, classes.ClassObject):
+        return classes.model_graph(state, model, input_override)
     return _functional_graph(state, model)
 
 
@@ -65,7 +68,11 @@ def _node(layer, call_indices: list) -> LayerNode:
     if any(r.output_shape is None for r in records):
         unresolved = layer.error or "input shape unknown"
     inner = []
-    if isinstance(layer, ModelLayer):
+    if isinstance(layer, classes.ClassLayer):
+        config, weights = {"class": layer.type}, classes.class_weights(layer.obj)
+        for record in records:
+            inner += record.saved
+    elif isinstance(layer, ModelLayer):
         config, weights = {"model": layer.model.name}, model_weights(layer.model)
         if unresolved is None:
             for record in records:

@@ -18,7 +18,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from memlint.frontends.keras import calls
+from memlint.frontends.keras import calls, classes
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
 from memlint.frontends.keras.names import canonical
@@ -126,6 +126,10 @@ class Interpreter(ExpressionEvaluator):
             self.define_function(stmt)
         elif isinstance(stmt, cst.ClassDef):
             name = stmt.name.value
+            user_class = classes.define_class(self, stmt)
+            if user_class is not None:  # a Keras Layer / Model subclass
+                self.set_name(name, user_class)
+                return
             value = Unknown(f"class '{name}' defined in the analysed file is not evaluated")
             value.class_name = name
             self.set_name(name, value)

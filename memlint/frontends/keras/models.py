@@ -7,13 +7,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
+from memlint.frontends.keras import classes
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, SequentialModel, Tensor, TensorOp,
                                             Unknown, is_unknown)
 from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, model_layers,
                                             nested_output)
-from memlint.ir import Location
+from memlint.ir import Location, as_shape_list
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
 
 _INPUT_KIND = registry.lookup("InputLayer")
@@ -264,6 +265,8 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
     shapes = [t.shape for t in tensors] if isinstance(inputs, list) else tensors[0].shape
     if isinstance(layer, ModelLayer):
         return _apply_model(state, layer, shapes, loc, parents)
+    if isinstance(layer, classes.ClassLayer):
+        return _apply_class(state, layer, shapes, loc, parents)
     try:
         # weights as built, all trainable: the layer's trainable flag is read when the graph
         # is made, as Keras reads it when asked (layer.trainable = False after the call)
@@ -280,6 +283,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
         for stem in _BUILD_SUBLAYER_NAMES.get(layer.type, ()):
             state.unique_name(stem)
     saved = layer.instance.kind.saved_tensors(layer.instance.config, shapes)
+    _collect(state, out, saved)
     layer.calls.append(CallRecord(shapes, out, parents, saved))
     return output_tensors(layer, len(layer.calls) - 1)
 
@@ -315,9 +319,39 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
         _note_build_failure(state, layer, shapes, loc, exc)
         out = None
     layer.calls.append(CallRecord(shapes, out, parents))
+    _collect(state, out, [])
     if out is None:
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"output of model '{layer.name}' not known statically")
+    return output_tensors(layer, len(layer.calls) - 1)
+
+
+def _apply_class(state, layer, shapes, loc: Location, parents: list) -> Any:
+    """A Layer / Model subclass of the file called as a layer: ``call`` traced on ``shapes``."""
+    interp = layer.obj.interp
+    interp.tracing = getattr(interp, "tracing", 0) + 1
+    outer = getattr(state, "trace_collector", None)
+    state.trace_collector = []  # tensors made inside: kept for backward like a model's
+    try:
+        out = classes.output_for(layer, shapes, loc)
+    except LayerError as exc:
+        _note_build_failure(state, layer, shapes, loc, exc)
+        out = None
+    except classes.ClassUnresolved as exc:
+        _note_build_failure(state, layer, shapes, loc, UnresolvedArgument("call", str(exc)))
+        out = None
+    finally:
+        interp.tracing -= 1
+        made, state.trace_collector = state.trace_collector, outer
+    for shape in as_shape_list(out):
+        if shape in made:
+            made.remove(shape)  # the layer's own output is counted as its output
+    if outer is not None:
+        outer.extend(made + as_shape_list(out))
+    layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else []))
+    if out is None:
+        return Tensor(None, (layer, len(layer.calls) - 1, 0),
+                      reason=f"output of {layer.type} '{layer.name}' not known statically")
     return output_tensors(layer, len(layer.calls) - 1)
 
 
@@ -329,7 +363,9 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
     """
     state = interp.state
     loc = interp.location(node)
-    op = TensorOp(op_type, state.unique_name(to_snake_case(op_type)), loc)
+    # inside a traced call() the backend runs the operation: no Keras op, no name taken
+    tracing = getattr(interp, "tracing", 0)
+    op = TensorOp(op_type, "" if tracing else state.unique_name(to_snake_case(op_type)), loc)
     tensors = [v for v in operands if isinstance(v, Tensor)]
     parents = [t.producer for t in tensors if t.producer]
     shapes = []
@@ -356,7 +392,15 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
         op.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (op, 0, 0), reason=f"'{op.name}' cannot be computed")
     op.calls.append(CallRecord(shapes, out, parents))
+    _collect(state, out, [])
     return Tensor(out, (op, 0, 0))
+
+
+def _collect(state, out: Any, saved: list) -> None:
+    """Inside a traced call() of a custom layer: remember the tensors it makes."""
+    collector = getattr(state, "trace_collector", None)
+    if collector is not None:
+        collector.extend(as_shape_list(out) + list(saved))
 
 
 def broadcast_shapes(first: tuple, second: tuple) -> tuple:
@@ -462,12 +506,14 @@ def _sequential_add(interp, model: SequentialModel, layer: Any, node, rebuild: b
         return
     if is_unknown(layer) and getattr(layer, "constructed", None):
         layer = opaque_layer_from(interp, layer)
+    if isinstance(layer, classes.ClassObject):
+        layer = classes.as_layer(layer)
     if isinstance(layer, (SequentialModel, FunctionalModel)):
         if layer is model:
             state.note_error(loc, f"Sequential '{model.name}' cannot contain itself")
             return
         layer = model_as_layer(layer)
-    if isinstance(layer, (LayerRef, OpaqueLayer, ModelLayer)):
+    if isinstance(layer, (LayerRef, OpaqueLayer, ModelLayer, classes.ClassLayer)):
         if not model.layers and not model.has_input_layer and layer.keras3_input_arg:
             # Keras 3 Sequential.add: the first layer's input_shape= becomes an InputLayer,
             # named then (it takes the next "input_layer" name)

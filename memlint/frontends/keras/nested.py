@@ -46,6 +46,10 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
                 shape = nested_output(layer.model, shape, depth + 1)
             elif isinstance(layer, LayerRef):
                 shape, _ = registry.call(layer.instance, shape)
+            elif getattr(layer, "obj", None) is not None and layer.calls:  # ClassLayer
+                shape = layer.calls[0].output_shape
+                if shape is None:
+                    raise UnresolvedArgument("layers", f"layer '{layer.name}' is not known")
             else:
                 raise UnresolvedArgument("layers", f"layer '{layer.name}' is not modelled")
         return shape
@@ -113,6 +117,9 @@ def model_weights(model, depth: int = 0) -> list:
             weights.extend(model_weights(layer.model, depth + 1))
         elif isinstance(layer, LayerRef):
             weights.extend(layer_weights(layer))
+        elif getattr(layer, "obj", None) is not None:  # a Layer subclass of the file
+            from memlint.frontends.keras.classes import class_weights
+            weights.extend(class_weights(layer.obj))
     return weights
 
 
@@ -133,6 +140,9 @@ def set_trainable(obj, value: bool, seen: Optional[set] = None) -> None:
     seen.add(id(obj))
     if isinstance(obj, LayerRef):
         obj.instance.trainable = value
+    elif getattr(obj, "obj", None) is not None:  # a Layer subclass of the file
+        from memlint.frontends.keras.classes import set_attribute
+        set_attribute(obj.obj, "trainable", value)
     elif isinstance(obj, ModelLayer):
         set_trainable(obj.model, value, seen)
     elif isinstance(obj, (SequentialModel, FunctionalModel)):
@@ -142,7 +152,8 @@ def set_trainable(obj, value: bool, seen: Optional[set] = None) -> None:
         else:
             members = [layer for layer, _ in functional_order(obj.inputs, obj.outputs)]
         for layer in members:
-            if isinstance(layer, (LayerRef, ModelLayer)) and layer.type != "InputLayer":
+            if layer.type != "InputLayer" and (isinstance(layer, (LayerRef, ModelLayer))
+                                               or getattr(layer, "obj", None) is not None):
                 set_trainable(layer, value, seen)
 
 

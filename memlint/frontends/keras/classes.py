@@ -1,0 +1,461 @@
+"""Classes defined in the analysed file that subclass ``keras.layers.Layer`` or ``keras.Model``.
+
+The class body is evaluated once (its methods are remembered, defaults evaluated as Python
+does); constructing the class runs ``__init__`` with ``self`` bound to a :class:`ClassObject`
+whose attributes are tracked in assignment order (Keras tracks sub-layers so).  Calling the
+object on tensors makes it one layer of its class name (:class:`ClassLayer`): ``build`` runs on
+the first call, ``call`` is traced on the input shapes, ``compute_output_shape`` is honoured
+when given, and its weights are its ``add_weight`` variables plus those of its sub-layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+import libcst as cst
+
+from memlint.frontends.keras.names import to_snake_case
+from memlint.frontends.keras.values import LayerRef, ModelLayer, Tensor, Unknown, UserFunction
+from memlint.ir import Location, Weight
+
+LAYER_BASES = {"keras.layers.Layer", "keras.Layer"}
+MODEL_BASES = {"keras.Model"}
+
+
+@dataclass(eq=False)
+class UserClass:
+    """A Layer / Model subclass defined in the analysed file."""
+
+    name: str
+    kind: str  # "layer" or "model"
+    methods: dict  # name -> UserFunction (own and inherited from user classes)
+    location: Location
+    attrs: dict = field(default_factory=dict)  # class attributes (``units = 3``)
+    properties: frozenset = frozenset()  # methods decorated with @property
+
+
+@dataclass(eq=False)
+class ClassObject:
+    """An object of a :class:`UserClass` under construction or in use."""
+
+    cls: UserClass
+    location: Location
+    interp: Any
+    name: Optional[str] = None
+    attrs: dict = field(default_factory=dict)  # in assignment order
+    own_weights: list = field(default_factory=list)  # Weight from add_weight
+    built: bool = False
+    trainable: bool = True
+    as_layer: Optional["ClassLayer"] = None
+    # a Model subclass reported as a model of its own
+    usage: dict = field(default_factory=dict)
+    variable: Optional[str] = None
+    variable_is_global: bool = False
+    dtype_policy: Optional[tuple] = None
+    input_shape: Any = None  # batch first, from its first call, build() or data
+    input_source: str = ""
+
+
+@dataclass(eq=False)
+class ClassLayer:
+    """A :class:`ClassObject` as a layer of a model (one layer of its class name)."""
+
+    obj: ClassObject
+    name: str
+    type: str
+    location: Location
+    calls: list = field(default_factory=list)
+    error: Optional[str] = None
+    input_hint: Optional[tuple] = None
+    dtype_policy: Optional[tuple] = None
+    keras3_input_arg: bool = False
+
+
+@dataclass
+class SuperCall:
+    """``super`` inside a method of a user class."""
+
+    obj: ClassObject
+
+
+@dataclass
+class SuperProxy:
+    obj: ClassObject
+
+
+@dataclass
+class ObjMethod:
+    """A method looked up on a :class:`ClassObject` (user-defined or Layer's own)."""
+
+    obj: Any
+    method: str
+    fn: Optional[UserFunction] = None
+
+
+# ---------------------------------------------------------------------- definition
+
+def define_class(interp, stmt: cst.ClassDef) -> Optional[UserClass]:
+    """The :class:`UserClass` for ``stmt`` when it subclasses a Keras Layer or Model."""
+    from memlint.frontends.keras.values import Ref
+    kind = None
+    inherited: dict = {}
+    inherited_attrs: dict = {}
+    inherited_properties: frozenset = frozenset()
+    for arg in stmt.bases:
+        base = interp.eval(arg.value)
+        if isinstance(base, Ref) and base.name in MODEL_BASES:
+            kind = kind or "model"
+        elif isinstance(base, Ref) and base.name in LAYER_BASES:
+            kind = kind or "layer"
+        elif isinstance(base, UserClass):
+            kind = kind or base.kind
+            inherited = {**base.methods, **inherited}
+            inherited_attrs = {**base.attrs, **inherited_attrs}
+            inherited_properties = inherited_properties | base.properties
+        else:
+            return None
+    if kind is None:
+        return None
+    body: dict = {}
+    properties: set = set()
+    saved = (interp.scope, interp.outer, len(interp.state.definitions))
+    # methods see the enclosing function's names (a class made inside a function), never
+    # the class body's own names
+    enclosing = (interp.scope,) + interp.outer if interp.scope is not interp.globals else ()
+    interp.scope, interp.outer = body, enclosing
+    try:
+        statements = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else []
+        for item in statements:
+            if isinstance(item, cst.FunctionDef):
+                interp.define_function(item)
+                body[item.name.value] = replace(body[item.name.value], closure=enclosing)
+                if any(isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
+                       for d in item.decorators):
+                    properties.add(item.name.value)
+            elif isinstance(item, cst.SimpleStatementLine):
+                interp.exec_statement(item)  # class attributes: ``units = 3``
+    finally:
+        interp.scope, interp.outer = saved[0], saved[1]
+        del interp.state.definitions[saved[2]:]
+    methods = {**inherited, **{k: v for k, v in body.items() if isinstance(v, UserFunction)}}
+    attrs = {**inherited_attrs,
+             **{k: v for k, v in body.items() if not isinstance(v, UserFunction)}}
+    return UserClass(stmt.name.value, kind, methods, interp.location(stmt), attrs,
+                     frozenset(properties | inherited_properties))
+
+
+# ---------------------------------------------------------------------- objects
+
+def construct(interp, cls: UserClass, args: list, kwargs: dict, node) -> Any:
+    obj = ClassObject(cls, interp.location(node), interp)
+    obj.dtype_policy = (interp.state.dtype_policy, interp.state.dtype_source)
+    init = cls.methods.get("__init__")
+    before = len(interp.state.models)
+    if init is not None:
+        run_method(interp, obj, init, args, kwargs, node)
+    else:
+        _name(obj, kwargs)
+    for model in interp.state.models[before:]:
+        if model.variable is None:
+            model.inside_class = True  # a part of this object (self.ffn = Sequential(...))
+    if obj.name is None:
+        _name(obj, {})
+    if cls.kind == "model":
+        interp.state.models.append(obj)
+    return obj
+
+
+def _name(obj: ClassObject, kwargs: dict) -> None:
+    if obj.name is not None:
+        return
+    given = kwargs.get("name")
+    obj.name = given if isinstance(given, str) else \
+        obj.interp.state.unique_name(to_snake_case(obj.cls.name))
+    if kwargs.get("trainable") is False:
+        obj.trainable = False
+
+
+def run_method(interp, obj: ClassObject, fn: UserFunction, args: list, kwargs: dict, node):
+    bound = replace(fn, closure=({"super": SuperCall(obj)},) + fn.closure)
+    return interp.call_function(bound, [obj, *args], kwargs, node)
+
+
+def get_attribute(obj: Any, attr: str) -> Any:
+    if isinstance(obj, SuperProxy):
+        return ObjMethod(obj, attr)
+    if attr in obj.attrs:
+        return obj.attrs[attr]
+    if attr == "name":
+        return obj.name
+    if attr == "trainable":
+        return obj.trainable
+    if attr == "layers":
+        return tracked_layers(obj)
+    fn = obj.cls.methods.get(attr)
+    if fn is not None and attr in obj.cls.properties:
+        return run_method(obj.interp, obj, fn, [], {}, _LocNode(obj.location))
+    if fn is not None:
+        return ObjMethod(obj, attr, fn)
+    if attr in obj.cls.attrs:
+        return obj.cls.attrs[attr]
+    if attr in ("add_weight", "build", "compute_output_shape", "call", "summary", "compile",
+                "fit", "predict", "evaluate", "train_on_batch"):
+        return ObjMethod(obj, attr)
+    return Unknown(f"attribute '{attr}' of {obj.cls.name} is not known statically")
+
+
+def set_attribute(obj: ClassObject, attr: str, value: Any) -> None:
+    """``self.attr = value``; ``trainable`` reaches every sub-layer, as in Keras 3."""
+    if attr == "trainable" and isinstance(value, bool):
+        from memlint.frontends.keras.nested import set_trainable
+        obj.trainable = value
+        for layer in tracked_layers(obj):
+            set_trainable(layer, value)
+        return
+    obj.attrs[attr] = value
+
+
+def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> Any:
+    obj = method.obj
+    if isinstance(obj, SuperProxy):
+        if method.method == "__init__":
+            _name(obj.obj, kwargs)
+        return None
+    if method.fn is not None:
+        return run_method(interp, obj, method.fn, args, kwargs, node)
+    if method.method == "add_weight":
+        return _add_weight(obj, args, kwargs)
+    if obj.cls.kind == "model" and method.method in _USAGE_METHODS:
+        loc = interp.location(node)
+        obj.usage.setdefault(method.method, []).append((args, kwargs, loc))
+        data = args[0] if args else kwargs.get("x")
+        shape = getattr(data, "shape", None)
+        if method.method != "compile" and _is_shape(shape) and len(shape) >= 2:
+            trace_model(obj, (None,) + tuple(shape[1:]),
+                        f"data passed to {method.method}() at line {loc.line}", loc)
+        return Unknown(f"result of {method.method}()")
+    if method.method == "build":
+        shape = args[0] if args else kwargs.get("input_shape")
+        if obj.cls.kind == "model" and _is_shape(shape):
+            # Keras 3 Model.build() of a subclassed model does not run call(): its weights
+            # appear on the first call, in fit(); memlint traces call() now to count them
+            loc = interp.location(node)
+            trace_model(obj, tuple(shape), f"build() at line {loc.line}", loc)
+        return None
+    if method.method in ("summary", "save", "save_weights"):
+        return None
+    return Unknown(f"method {method.method}() of {obj.cls.name} is not evaluated")
+
+
+def _add_weight(obj: ClassObject, args: list, kwargs: dict) -> Any:
+    shape = kwargs.get("shape", args[0] if args else ())
+    if shape is None:
+        shape = ()
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) for d in shape):
+        obj.interp.state.note_unresolved(obj.location, f"{obj.cls.name} weight",
+                                         "add_weight() shape is not known statically")
+        return Unknown("weight of a shape not known statically")
+    trainable = kwargs.get("trainable", True)
+    name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else "variable"
+    obj.own_weights.append(Weight(name, tuple(shape), trainable=trainable is not False))
+    return Tensor((*shape,))
+
+
+_USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict",
+                  "predict_on_batch", "predict_generator", "evaluate", "test_on_batch"}
+
+
+def trace_model(obj: ClassObject, shape: Any, source: str, loc: Location) -> None:
+    """The first call of a Model subclass on data or a shape: trace its call()."""
+    from memlint.frontends.keras.models import apply
+    if obj.input_shape is not None:
+        return
+    obj.input_shape, obj.input_source = shape, source
+    inputs = [Tensor(tuple(s)) for s in shape] if isinstance(shape, list) else Tensor(shape)
+    apply(obj.interp.state, as_layer(obj), inputs, loc)
+
+
+def model_graph(state, obj: ClassObject, input_override=None):
+    """The ModelGraph of a Model subclass: its tracked layers, each with its first call."""
+    from memlint.frontends.keras.graphs import _node
+    from memlint.ir import LayerNode, ModelGraph
+    if obj.input_shape is None and input_override is not None:
+        trace_model(obj, tuple(input_override), "--input-shape", obj.location)
+    graph = ModelGraph(name=obj.name, location=obj.location, kind=obj.cls.name,
+                       variable=obj.variable)
+    if obj.input_shape is None:
+        state.note_unresolved(obj.location, f"{obj.cls.name} '{obj.name}' input shape",
+                              "the model is never called, built or fitted on a known shape; "
+                              "pass --input-shape")
+    else:
+        graph.input_shapes = [obj.input_shape] if not isinstance(obj.input_shape, list) \
+            else list(obj.input_shape)
+    pairs = []
+    for layer in tracked_layers(obj):
+        if isinstance(layer, ModelLayer):
+            _build_sequential(state, layer.model)
+        if layer.calls:
+            graph.layers.append(_node(layer, [0]))
+            pairs.append((layer, 0))
+        else:
+            graph.layers.append(LayerNode(name=layer.name, type=layer.type,
+                                          location=layer.location,
+                                          unresolved="never called in call()"))
+    called = [node for node in graph.layers if node.unresolved != "never called in call()"]
+    for (layer, index), node in zip(pairs, called):
+        record = layer.calls[index]
+        node.inbound.append([(p[0].name, p[1], p[2]) for p in record.parents])
+    return graph
+
+
+# ---------------------------------------------------------------------- as a layer
+
+def as_layer(obj: ClassObject) -> ClassLayer:
+    if obj.as_layer is None:
+        state = obj.interp.state
+        obj.as_layer = ClassLayer(obj, obj.name, obj.cls.name, obj.location,
+                                  dtype_policy=(state.dtype_policy, state.dtype_source))
+    return obj.as_layer
+
+
+def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
+    """Build (first call) and trace ``call`` on ``shapes``; the output shape(s)."""
+    obj = layer.obj
+    interp = obj.interp
+    node = _LocNode(node_loc)
+    if obj.cls.kind == "model" and obj.input_shape is None:
+        obj.input_shape, obj.input_source = shapes, f"its first call at line {node_loc.line}"
+    if not obj.built:
+        obj.built = True
+        build = obj.cls.methods.get("build")
+        if build is not None:
+            run_method(interp, obj, build, [_shape_arg(shapes)], {}, node)
+    call = obj.cls.methods.get("call")
+    if call is None:
+        raise ClassUnresolved(f"{obj.cls.name} has no call() method")
+    inputs = [Tensor(s) for s in shapes] if isinstance(shapes, list) else Tensor(shapes)
+    out = run_method(interp, obj, call, [inputs], {}, node)
+    given = obj.cls.methods.get("compute_output_shape")
+    if given is not None:
+        declared = run_method(interp, obj, given, [_shape_arg(shapes)], {}, node)
+        if _is_shape(declared):
+            return tuple(declared)
+    return _shape_of(out, obj)
+
+
+class ClassUnresolved(Exception):
+    pass
+
+
+def _shape_arg(shapes: Any) -> Any:
+    return [tuple(s) for s in shapes] if isinstance(shapes, list) else tuple(shapes)
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and all(
+        v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in value)
+
+
+def _shape_of(out: Any, obj: ClassObject) -> Any:
+    if isinstance(out, Tensor) and out.shape is not None:
+        return tuple(out.shape)
+    if isinstance(out, (list, tuple)) and out and all(
+            isinstance(t, Tensor) and t.shape is not None for t in out):
+        return [tuple(t.shape) for t in out]
+    reason = out.reason if isinstance(out, Tensor) and out.reason else \
+        getattr(out, "reason", "its call() result is not known statically")
+    raise ClassUnresolved(f"{obj.cls.name}.call(): {reason}")
+
+
+class _LocNode:
+    """Stands for a call site when tracing outside the statement being evaluated."""
+
+    def __init__(self, loc: Location):
+        self.loc = loc
+
+
+def tracked_layers(obj: ClassObject) -> list:
+    """Sub-layers in the order Keras tracks them (attribute assignment, lists flattened)."""
+    from memlint.frontends.keras.values import FunctionalModel, OpaqueLayer, SequentialModel
+    out: list = []
+
+    def visit(value, depth=0):
+        if depth > 8:
+            return
+        if isinstance(value, ClassObject):
+            out.append(as_layer(value))
+        elif isinstance(value, (LayerRef, OpaqueLayer, ModelLayer)):
+            out.append(value)
+        elif isinstance(value, (SequentialModel, FunctionalModel)):
+            from memlint.frontends.keras.nested import model_as_layer
+            out.append(model_as_layer(value))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item, depth + 1)
+        elif isinstance(value, dict):
+            for key in value:
+                visit(value[key], depth + 1)
+
+    for value in obj.attrs.values():
+        visit(value)
+    seen, unique = set(), []
+    for layer in out:
+        if id(layer) not in seen:
+            seen.add(id(layer))
+            unique.append(layer)
+    return unique
+
+
+def _build_sequential(state, model) -> None:
+    """A Sequential kept inside a custom layer is never reported as a model of its own: build
+    its layers' weights (once) from the input shape its first call gave it."""
+    from memlint.frontends.keras.graphs import to_graph
+    from memlint.frontends.keras.values import SequentialModel
+    if isinstance(model, SequentialModel) and not getattr(model, "weights_built", False) \
+            and model.input_shape is not None:
+        model.weights_built = True
+        to_graph(state, model)
+
+
+def class_weights(obj: ClassObject, depth: int = 0) -> list:
+    """Every weight of the object: its own, then its sub-layers', with trainable flags."""
+    from memlint.frontends.keras.nested import layer_weights, model_weights
+    if depth > 16:
+        return []
+    weights = list(obj.own_weights)
+    for layer in tracked_layers(obj):
+        if isinstance(layer, ClassLayer):
+            weights.extend(class_weights(layer.obj, depth + 1))
+        elif isinstance(layer, ModelLayer):
+            _build_sequential(obj.interp.state, layer.model)
+            weights.extend(model_weights(layer.model))
+        elif isinstance(layer, LayerRef):
+            weights.extend(layer_weights(layer))
+    if not obj.trainable:
+        weights = [Weight(w.name, w.shape, trainable=False) for w in weights]
+    return weights
+
+
+TENSOR_FUNCTIONS = {"keras.ops.shape", "tensorflow.shape", "keras.ops.arange",
+                    "tensorflow.range"}
+
+
+def tensor_function(name: str, args: list, kwargs: dict) -> Any:
+    """The few tensor functions custom layers use to size things: ``ops.shape``, ``arange``."""
+    if name in ("keras.ops.shape", "tensorflow.shape"):
+        x = args[0] if args else kwargs.get("x", kwargs.get("input"))
+        if isinstance(x, Tensor) and x.shape is not None:
+            return tuple(x.shape)
+        return Unknown(f"{name} of a tensor not known statically")
+    start = args[0] if args else kwargs.get("start", 0)
+    stop = args[1] if len(args) > 1 else kwargs.get("stop", kwargs.get("limit"))
+    step = args[2] if len(args) > 2 else kwargs.get("step", kwargs.get("delta", 1))
+    if stop is None:
+        start, stop = 0, start
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)) \
+            and step != 0:
+        return Tensor((len(range(start, stop, step)),))
+    return Tensor((None,))
