@@ -103,15 +103,13 @@ class LSTM(Recurrent):
         return super().configure(args)
 
 
-@register
-class GRU(Recurrent):
-    """``GRU(units, reset_after=True)``: three gates, one state."""
+class _GRUGates:
+    """Three gates; ``reset_after`` (Keras 3's default) keeps separate input and recurrent
+    biases.  Mixed into GRU and GRUCell."""
 
-    name = "GRU"
     gates = 3
 
     def configure(self, args: Args) -> dict:
-        _check_use_cudnn(args)
         config = super().configure(args)
         config["reset_after"] = bool(args.get("reset_after", True))
         return config
@@ -120,6 +118,17 @@ class GRU(Recurrent):
         if config["reset_after"]:
             return (2, 3 * config["units"])
         return (3 * config["units"],)
+
+
+@register
+class GRU(_GRUGates, Recurrent):
+    """``GRU(units, reset_after=True)``: three gates, one state."""
+
+    name = "GRU"
+
+    def configure(self, args: Args) -> dict:
+        _check_use_cudnn(args)
+        return super().configure(args)
 
 
 # ---------------------------------------------------------------- Keras 2 CuDNN layers
@@ -220,21 +229,10 @@ class LSTMCell(RecurrentCell):
 
 
 @register
-class GRUCell(RecurrentCell):
+class GRUCell(_GRUGates, RecurrentCell):
     """``GRUCell(units, reset_after=True)``: three gates, one state."""
 
     name = "GRUCell"
-    gates = 3
-
-    def configure(self, args: Args) -> dict:
-        config = super().configure(args)
-        config["reset_after"] = bool(args.get("reset_after", True))
-        return config
-
-    def bias_shape(self, config) -> tuple:
-        if config["reset_after"]:
-            return (2, 3 * config["units"])
-        return (3 * config["units"],)
 
 
 def _cell(value, what: str) -> dict:
