@@ -51,3 +51,9 @@ def test_sarif_document_structure():
     assert loc["artifactLocation"]["uri"] == "a.py"
     assert loc["region"] == {"startLine": 4, "startColumn": 5, "endColumn": 9}
     assert result["partialFingerprints"]["memlintFingerprint/v1"]
+
+
+def test_within_a_level_memory_verdicts_rank_before_style():
+    style = Diagnostic("MEM004", "missing-allow-growth", "warning", "m", "a.py", 1)
+    memory = Diagnostic("MEM002", "oversized-feature-map", "warning", "m", "z.py", 99)
+    assert ranked([style, memory]) == [memory, style]

@@ -35,9 +35,17 @@ def annotation(diag) -> str:
     return f"::{_LEVEL[diag.severity]} {','.join(props)}::{escape_data(diag.message)}"
 
 
+# Within one level, the findings that decide whether a job runs at all come first.
+_PRIORITY = ("MEM001", "MEM002", "MEM901", "MEM902", "MEM003", "MEM004")
+
+
 def ranked(diagnostics: list) -> list:
-    return sorted(diagnostics, key=lambda d: (-severity_rank(d.severity), d.path, d.line,
-                                              d.column, d.code))
+    """Errors, then warnings, then notices; within a level, memory verdicts before style."""
+    def key(d):
+        priority = _PRIORITY.index(d.code) if d.code in _PRIORITY else len(_PRIORITY)
+        return (-severity_rank(d.severity), priority, d.path, d.line, d.column, d.code)
+
+    return sorted(diagnostics, key=key)
 
 
 def render_check(reports: list, errors: list, options) -> str:
