@@ -20,6 +20,7 @@ from memlint.layers import (  # noqa: F401  (importing a family module registers
     regularization,
     reshaping,
     rnn,
+    wrappers,
 )
 from memlint.layers.base import REGISTRY, Args, LayerError, LayerInstance, LayerKind
 

@@ -1,0 +1,192 @@
+"""Wrapper and function layers: TimeDistributed and Lambda.
+
+``TimeDistributed(layer)`` applies one copy of ``layer`` to every step of the time axis
+(axis 1): the inner layer is built on the per-step shape ``(batch, *rest)``, so it owns the
+same weights as if called on one step, and the output puts the time axis back in second
+place.  Keras builds the inner layer and asks for its output shape directly, without calling
+it, so the inner layer's own input checks (``input_spec``) are not applied.
+
+``Lambda(function, output_shape=None)`` runs an arbitrary function.  memlint never runs it, so
+its output shape is known only from ``output_shape``; Keras 3 takes that shape without the
+batch axis and puts the input's batch size in front, without checking it against what the
+function returns.
+"""
+
+from __future__ import annotations
+
+from memlint.ir import Weight
+from memlint.layers.base import (
+    REGISTRY,
+    Args,
+    LayerError,
+    LayerInstance,
+    LayerKind,
+    Unknown,
+    UnresolvedArgument,
+    format_shape,
+    register,
+)
+
+
+# ---------------------------------------------------------------- TimeDistributed
+
+def _inner(value, wrapper: str) -> dict:
+    """A wrapped layer argument as a plain description: class name, config, trainable.
+
+    Accepts a :class:`LayerInstance` or a frontend object holding one as ``.instance``; a
+    layer the frontend could not model (an object with a ``reason``) leaves the wrapper
+    unresolved rather than wrong.
+    """
+    instance = getattr(value, "instance", value)
+    if not isinstance(instance, LayerInstance):
+        reason = getattr(value, "reason", None)
+        if isinstance(reason, str):
+            raise UnresolvedArgument("layer", f"the wrapped layer is not modelled: {reason}")
+        raise LayerError(f"{wrapper} must wrap a Keras layer instance, got {value!r}")
+    if instance.kind.multi_input:
+        raise LayerError(
+            f"{wrapper} passes one tensor per step, but {instance.kind.name} needs a list of inputs"
+        )
+    return {"class_name": instance.kind.name, "config": dict(instance.config),
+            "trainable": instance.trainable}
+
+
+@register
+class TimeDistributed(LayerKind):
+    """``TimeDistributed(layer)``: ``layer`` applied to every slice along axis 1.
+
+    The input must have at least 3 dimensions ``(batch, time, ...)``; the inner layer sees
+    ``(batch, ...)``.  Output ``(batch, time) + inner_output[1:]``; weights are the inner
+    layer's, built once on the per-step shape.
+    """
+
+    name = "TimeDistributed"
+    family = "wrappers"
+
+    def configure(self, args: Args) -> dict:
+        return {"layer": _inner(args.get("layer", pos=0), self.name)}
+
+    @staticmethod
+    def _step_shape(input_shape) -> tuple:
+        if isinstance(input_shape, list) or input_shape is None or len(input_shape) < 3:
+            got = "unknown" if input_shape is None else format_shape(input_shape)
+            raise LayerError(
+                f"TimeDistributed expects an input with at least 3 dimensions "
+                f"(batch, time, ...), got {got}"
+            )
+        return (input_shape[0], *input_shape[2:])
+
+    def output_shape(self, config, input_shape):
+        step = self._step_shape(input_shape)
+        inner = config["layer"]
+        out = REGISTRY[inner["class_name"]].output_shape(inner["config"], step)
+        if isinstance(out, list):
+            raise LayerError(
+                f"TimeDistributed needs a layer with one output, but {inner['class_name']} "
+                f"returns {len(out)}"
+            )
+        return (out[0], input_shape[1], *out[1:])
+
+    def weights(self, config, input_shape):
+        step = self._step_shape(input_shape)
+        inner = config["layer"]
+        return [
+            Weight(w.name, w.shape, trainable=w.trainable and inner["trainable"])
+            for w in REGISTRY[inner["class_name"]].weights(inner["config"], step)
+        ]
+
+    def saved_tensors(self, config, input_shape):
+        # The inner layer runs on every step: each tensor it keeps gains the time axis.
+        step = self._step_shape(input_shape)
+        inner = config["layer"]
+        saved = REGISTRY[inner["class_name"]].saved_tensors(inner["config"], step)
+        return [(s[0], input_shape[1], *s[1:]) for s in saved]
+
+
+# ---------------------------------------------------------------- Lambda
+
+_NO_SHAPE = ("a Lambda's output shape is not known without running its function; "
+             "pass output_shape=")
+
+
+def _is_shape(value) -> bool:
+    """A tuple of ints / None: one shape (Keras's ``is_shape_tuple``)."""
+    return isinstance(value, tuple) and all(
+        v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in value
+    )
+
+
+def _add_batch(structure, batch):
+    """``output_shape`` with the batch size in front of every shape in it.
+
+    A tuple of ints is one shape; any other tuple or list holds several outputs.  Keras fails
+    on anything else (an int, a list of ints, a string) when the layer is called.
+    """
+    if _is_shape(structure):
+        if any(v is not None and v < 0 for v in structure):
+            raise LayerError(f"Lambda output_shape has a negative dimension: {structure!r}")
+        return (batch, *structure)
+    if isinstance(structure, (tuple, list)):
+        return [_add_batch(s, batch) for s in structure]
+    raise LayerError(
+        f"Lambda output_shape must be a tuple (without the batch axis) or a list of "
+        f"tuples, got {structure!r}"
+    )
+
+
+def _first_shape(input_shape):
+    """The first shape in a (possibly nested) structure of input shapes."""
+    while isinstance(input_shape, list) and input_shape:
+        input_shape = input_shape[0]
+    return input_shape
+
+
+@register
+class Lambda(LayerKind):
+    """``Lambda(function, output_shape=None, mask=None, arguments=None)``: no weights.
+
+    The output shape is ``(batch,) + output_shape`` (Keras 3 adds the batch axis; a list or
+    tuple of tuples gives several outputs).  Without ``output_shape`` Keras would trace the
+    function; memlint cannot, so the call is unresolved.  A callable ``output_shape`` is
+    unresolved too.
+    """
+
+    name = "Lambda"
+    family = "wrappers"
+
+    def configure(self, args: Args) -> dict:
+        if not args.has("function", pos=0):
+            raise UnresolvedArgument("function", "required argument is missing")
+        # The function itself is never evaluated: it may well be Unknown.
+        if "output_shape" in args.keywords:
+            raw = args.keywords["output_shape"]
+        elif len(args.positional) > 1:
+            raw = args.positional[1]
+        else:
+            raw = None
+        if raw is None:
+            return {"output_shape": None, "unresolved": ("function", _NO_SHAPE)}
+        if isinstance(raw, Unknown):
+            return {"output_shape": None, "unresolved": ("output_shape", raw.reason)}
+        if not isinstance(raw, (tuple, list, int, str, float)):
+            return {"output_shape": None,
+                    "unresolved": ("output_shape", "a callable output_shape is not evaluated")}
+        if _contains_unknown(raw):
+            return {"output_shape": None,
+                    "unresolved": ("output_shape", "part of output_shape is not known statically")}
+        return {"output_shape": raw, "unresolved": None}
+
+    def output_shape(self, config, input_shape):
+        if config["unresolved"] is not None:
+            raise UnresolvedArgument(*config["unresolved"])
+        first = _first_shape(input_shape)
+        batch = first[0] if isinstance(first, tuple) and first else None
+        return _add_batch(config["output_shape"], batch)
+
+
+def _contains_unknown(value) -> bool:
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_contains_unknown(v) for v in value)
+    return False
