@@ -81,7 +81,9 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     """Analyse Keras source text as if it were the file ``path``."""
     budget = budget_for(settings)
     input_shape = (None,) + tuple(settings.input_shape) if settings.input_shape else None
-    result = analyze_source(source, path, input_shape=input_shape)
+    roots = (str(Path(settings.source).parent),) if settings.source != "defaults" else ()
+    result = analyze_source(source, path, input_shape=input_shape, roots=roots,
+                            entry=settings.entry)
     report = FileReport(path=path, settings=settings, budget=budget,
                         definitions=result.definitions,
                         internal_errors=list(result.internal_errors))

@@ -30,6 +30,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-shape", help="model input shape without the batch dimension, "
                                               "e.g. 224,224,3")
     parser.add_argument("--mode", choices=("train", "infer"), help="training or inference")
+    parser.add_argument("--entry", metavar="NAME",
+                        help="analyse the model this function or class of the file builds, "
+                             "called with its defaults or literal arguments: "
+                             "--entry 'build_model(classes=10, input_shape=(32, 32, 3))'")
     parser.add_argument("--optimizer", help="override the optimizer (sgd, adam, ...)")
     parser.add_argument("--cuda-context", help="memory taken by the CUDA context (300MiB)")
     parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
@@ -79,7 +83,7 @@ def _cli_settings(args) -> dict:
         "gpu": args.gpu, "batch_size": args.batch_size, "input_shape": args.input_shape,
         "mode": args.mode, "optimizer": args.optimizer, "cuda_context": args.cuda_context,
         "reserve": args.reserve, "select": codes(args.select), "ignore": codes(args.ignore),
-        "fail_on": getattr(args, "fail_on", None),
+        "fail_on": getattr(args, "fail_on", None), "entry": getattr(args, "entry", None),
     }
 
 

@@ -47,6 +47,7 @@ class Settings:
     cuda_context: Optional[str] = None
     reserve: Optional[str] = None
     rules: dict = field(default_factory=dict)  # {"MEM002": {"activation-share": 0.3}}
+    entry: Optional[str] = None  # NAME or NAME(literal args): the function/class to analyse
     source: str = "defaults"  # the config file these came from
 
     def enabled(self, code: str) -> bool:
@@ -100,6 +101,13 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: rules must map rule codes to option tables")
         value = {str(k).upper(): dict(v or {}) for k, v in value.items()}
+    elif key == "entry":
+        from memlint.frontends.keras.entry import EntryError, parse_entry
+        value = str(value)
+        try:
+            parse_entry(value)
+        except EntryError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
     elif key in ("gpu", "optimizer", "cuda_context", "reserve"):
         value = str(value)
     return value

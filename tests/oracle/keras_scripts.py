@@ -94,11 +94,24 @@ def describe(model):
 
 
 def run_file(path):
+    """Execute one fixture as ``python path`` would: its folder first on sys.path, and its
+    project's modules forgotten afterwards (another fixture folder may have a module of the
+    same name)."""
     keras.backend.clear_session()
+    folder = os.path.dirname(os.path.abspath(path))
+    before = set(sys.modules)
+    sys.path.insert(0, folder)
     namespace = {"__name__": "__main__", "__file__": path}
-    with open(path, encoding="utf-8") as handle:
-        code = compile(handle.read(), path, "exec")
-    exec(code, namespace)  # noqa: S102 - the oracle builds our own fixtures with real Keras
+    try:
+        with open(path, encoding="utf-8") as handle:
+            code = compile(handle.read(), path, "exec")
+        exec(code, namespace)  # noqa: S102 - the oracle builds our own fixtures with real Keras
+    finally:
+        sys.path.remove(folder)
+        for name in set(sys.modules) - before:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if os.path.abspath(module_file).startswith(folder + os.sep):
+                del sys.modules[name]
     models = {}
     for name, value in namespace.items():
         if isinstance(value, keras.Model) and not name.startswith("_"):

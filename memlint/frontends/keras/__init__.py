@@ -20,6 +20,9 @@ from typing import Any, Optional
 
 import libcst as cst
 
+from memlint.frontends.keras.classes import UserClass
+from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
+                                           parse_entry, signature)
 from memlint.frontends.keras.interpreter import Interpreter
 from memlint.frontends.keras.graphs import to_graph
 from memlint.frontends.keras.setup import training_setup
@@ -123,8 +126,13 @@ def _bracket_depth_and_tokens(source: str) -> tuple:
 
 
 def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = None,
-                   ) -> FrontendResult:
+                   roots: tuple = (), entry: Optional[str] = None) -> FrontendResult:
     """Analyse Keras model source text; ``input_shape`` (batch first) overrides the code's.
+
+    ``roots``: extra folders where absolute imports of the user's own modules are looked up
+    (the file's folder and the package roots above it always are).  ``entry``: ``NAME`` or
+    ``NAME(literal arguments)``, a function or class of the file that builds the model, run
+    after the module (see :mod:`.entry`).
 
     Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
     come back as diagnostics, with whatever models could be found."""
@@ -135,7 +143,7 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
         return FrontendResult(diagnostics=state.diagnostics)
     with _recursion_room():
         try:
-            return _analyze(source, path, state, input_shape)
+            return _analyze(source, path, state, input_shape, roots, entry)
         except (RecursionError, MemoryError) as exc:
             reason = "nesting too deep" if isinstance(exc, RecursionError) else "out of memory"
             state.note_budget(Location(path, 1, 1), f"analysis stopped ({reason})")
@@ -146,7 +154,8 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
                                   internal_errors=state.internal_errors)
 
 
-def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendResult:
+def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
+             entry=None) -> FrontendResult:
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -154,8 +163,11 @@ def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendR
         state.syntax_error(Location(path, line, column),
                            f"cannot parse this file: {exc.message}")
         return FrontendResult(diagnostics=state.diagnostics)
-    interpreter = Interpreter(module, state)
+    interpreter = Interpreter(module, state, roots)
     interpreter.run()
+    if entry is not None:
+        _run_entry(interpreter, state, entry)
+    _build_imported(state)
     models = []
     for model in state.models:
         if model.variable is None and (getattr(model, "inside_class", False) or (
@@ -172,10 +184,65 @@ def _analyze(source: str, path: str, state: FileState, input_shape) -> FrontendR
         graph.setup = training_setup(model, state, fixed_batch=fixed)
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
+    if not models and entry is None:
+        _note_factories(interpreter, state)
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
                           positions=interpreter.positions,
                           internal_errors=state.internal_errors,
                           definitions=state.definitions)
+
+
+def _build_imported(state: FileState) -> None:
+    """Sequential models of imported modules (used as layers here): their weights, built as
+    this file's own Sequentials are, with no notes about the imported code."""
+    from memlint.frontends.keras.classes import _build_sequential
+    if not state.imported_models:
+        return
+    mark = len(state.unresolved)
+    state.quiet += 1
+    try:
+        for model in state.imported_models:
+            _build_sequential(state, model)
+    finally:
+        state.quiet -= 1
+        del state.unresolved[mark:]
+
+
+def _run_entry(interpreter: Interpreter, state: FileState, entry: str) -> None:
+    try:
+        name, args, kwargs = parse_entry(entry)
+    except EntryError as exc:
+        state.note_unresolved(Location(state.path, 1, 1), "--entry", str(exc))
+        return
+    if not interpreter.run_entry(name, args, kwargs):
+        found = _factory_list(interpreter)
+        hint = f"; model factories in this file: {', '.join(found)}" if found else ""
+        state.note_unresolved(Location(state.path, 1, 1), f"--entry {name}",
+                              f"no function or class '{name}' is defined in this file{hint}")
+
+
+def _factory_list(interpreter: Interpreter) -> list:
+    model_classes = {k for k, v in interpreter.globals.items()
+                     if isinstance(v, UserClass) and v.kind == "model"}
+    return [signature(node) for _, _, node in
+            factories(interpreter.wrapper.module, model_classes)]
+
+
+def _note_factories(interpreter: Interpreter, state: FileState) -> None:
+    """A file that builds no model but defines functions / classes that build one: say so."""
+    model_classes = {k for k, v in interpreter.globals.items()
+                     if isinstance(v, UserClass) and v.kind == "model"}
+    found = factories(interpreter.wrapper.module, model_classes)
+    if not found:
+        return
+    names = ", ".join(signature(node) for _, _, node in found)
+    first = found[0][1]
+    example = f"--entry {first}" if not needs_arguments(found[0][2]) else \
+        f"--entry '{first}(...)' with literal arguments"
+    state.note_unresolved(
+        interpreter.location(found[0][2]), "no model built at module level",
+        f"this file defines model factories it never calls: {names}; analyse one with "
+        f"{example}")
 
 
 def _syntax_error_position(source: str, exc: cst.ParserSyntaxError) -> tuple:

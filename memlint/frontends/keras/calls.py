@@ -14,7 +14,7 @@ from typing import Any
 from memlint.frontends.keras import classes, models, nested
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
-                                            OpaqueLayer, Optimizer, Policy, Ref,
+                                            ModuleValue, OpaqueLayer, Optimizer, Policy, Ref,
                                             ModelLayer, SequentialModel, Tensor, Unknown,
                                             UserFunction, is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
@@ -60,6 +60,10 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
     """``base.attr`` for an abstract value."""
     if isinstance(base, Ref):
         return Ref(canonical(f"{base.name}.{attr}"))
+    if isinstance(base, ModuleValue):
+        if attr in base.names:
+            return base.names[attr]
+        return Unknown(f"'{attr}' is not defined (statically) in module '{base.name}'")
     if isinstance(base, classes.ClassLayer):
         base = base.obj
     if isinstance(base, (classes.ClassObject, classes.SuperProxy)):

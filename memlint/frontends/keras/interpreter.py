@@ -19,11 +19,12 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from memlint.frontends.keras import calls, classes
+from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import FileState
-from memlint.frontends.keras.values import Ref, Unknown, UserFunction
+from memlint.frontends.keras.values import ModuleValue, Ref, Unknown, UserFunction
 from memlint.ir import Location
 
 MAX_STEPS = 200_000  # expression/statement evaluations per file
@@ -47,11 +48,15 @@ class _Return(Exception):
 class Interpreter(ExpressionEvaluator):
     """Evaluates one module; results accumulate in :class:`FileState`."""
 
-    def __init__(self, module: cst.Module, state: FileState):
+    def __init__(self, module: cst.Module, state: FileState, roots: tuple = ()):
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.positions = self.wrapper.resolve(PositionProvider)
         self.state = state
-        self.globals: dict[str, Any] = {"__name__": "__main__"}
+        self.globals: dict[str, Any] = {"__name__": "__main__", "__file__": state.path}
+        self.project = ProjectModules(state.path, roots)
+        # while code of an imported project module runs: where the analysed file reached it
+        # (the import statement or the call); everything located in that code is located there
+        self.anchor = None
         self.scope: dict[str, Any] = self.globals  # the current local scope
         self.outer: tuple = ()  # enclosing function scopes, innermost first
         self.global_names: set = set()  # names declared ``global`` in the current function
@@ -63,7 +68,7 @@ class Interpreter(ExpressionEvaluator):
     def location(self, node: cst.CSTNode) -> Location:
         pos = self.positions.get(node)
         if pos is None:
-            return Location(self.state.path, 1, 1)
+            return self.anchor or Location(self.state.path, 1, 1)
         return Location(self.state.path, pos.start.line, pos.start.column + 1,
                         pos.end.line, pos.end.column + 1)
 
@@ -91,6 +96,39 @@ class Interpreter(ExpressionEvaluator):
             self.state.syntax_error(Location(self.state.path, 1, 1),
                                     "'return', 'break' or 'continue' outside a function or "
                                     "loop; analysis stopped there")
+
+    def run_entry(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """``--entry NAME(...)``: call a function or construct a class of the file, as the
+        module's last statement would.  False when the file defines no such name."""
+        value = self.globals.get(name)
+        node = getattr(value, "node", None)
+        if isinstance(value, classes.UserClass):
+            node = next((s for s in self.wrapper.module.body
+                         if isinstance(s, cst.ClassDef) and s.name.value == name), None)
+        if node is None or node not in self.positions or not isinstance(
+                value, (UserFunction, classes.UserClass)):
+            return False
+        try:
+            try:
+                if isinstance(value, UserFunction):
+                    result = self.call_function(value, list(args), dict(kwargs), node)
+                else:
+                    result = classes.construct(self, value, list(args), dict(kwargs), node)
+            except (BudgetExceeded, RecursionError, MemoryError):
+                raise
+            except (_Return, _LoopControl):
+                result = None
+            except Exception as exc:  # a bug in memlint
+                self.state.note_internal(self.location(node), f"--entry {name}", exc)
+                return True
+            if any(result is m for m in self.state.models) and \
+                    getattr(result, "variable", None) is None:
+                result.variable = name
+        except BudgetExceeded as exc:
+            self.state.note_budget(exc.args[0], f"analysis stopped after {MAX_STEPS:,} steps; "
+                                                "models found before this point are still "
+                                                "reported")
+        return True
 
     # ------------------------------------------------------------------ statements
 
@@ -152,6 +190,8 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(small, cst.Import):
             for alias in small.names:
                 full = _dotted(alias.name)
+                if self.import_project(full, alias, small):
+                    continue
                 if alias.asname is not None:
                     self.set_name(alias.asname.name.value, Ref(canonical(full)))
                 else:
@@ -169,8 +209,10 @@ class Interpreter(ExpressionEvaluator):
             self.delete(small.target)
 
     def exec_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None:
-            return  # project-local imports are followed in a later version
+        if self.import_from_project(node) or node.relative:
+            return
+        if node.module is None:
+            return
         module = _dotted(node.module)
         if isinstance(node.names, cst.ImportStar):
             self.state.star_imports.append(canonical(module))
@@ -179,6 +221,110 @@ class Interpreter(ExpressionEvaluator):
             name = _dotted(alias.name)
             bound = alias.asname.name.value if alias.asname is not None else name
             self.set_name(bound, Ref(canonical(f"{module}.{name}")))
+
+    # ------------------------------------------------------------------ project modules
+
+    def import_project(self, full: str, alias, node) -> bool:
+        """``import mypkg.blocks [as b]`` of a project module: bind it; False if not one."""
+        found = self.project.find_absolute(full)
+        if found is None:
+            return False
+        root, parts = found
+        loc = self.location(node)
+        if alias.asname is not None:
+            value = self.project.module_at(self, root, parts, loc)
+            self.set_name(alias.asname.name.value, value)
+        else:
+            self.project.module_at(self, root, parts, loc)
+            top = self.project.module_at(self, root, parts[:1], loc)
+            self.set_name(parts[0], top)
+        return True
+
+    def import_from_project(self, node: cst.ImportFrom) -> bool:
+        """``from [.]mod import a, b`` of a project module: bind the names; False if the
+        module is not one of the project (a library: handled as before)."""
+        if not self.project.enabled:
+            return bool(node.relative)  # relative imports of text with no file: skipped
+        level = len(node.relative)
+        module = _dotted(node.module) if node.module is not None else ""
+        parts = [p for p in module.split(".") if p]
+        loc = self.location(node)
+        if level:
+            current = self.globals.get("__file__")
+            root = self.project.relative_base(current if isinstance(current, str) else None,
+                                              level)
+        else:
+            found = self.project.find_absolute(module) if parts else None
+            if found is None:
+                if isinstance(node.names, cst.ImportStar) or not parts:
+                    return False
+                # ``from mypkg import blocks`` where mypkg is a folder without __init__.py
+                subs = (self.project.find_absolute(f"{module}.{_dotted(a.name)}")
+                        for a in node.names)
+                found = next((f for f in subs if f is not None), None)
+                if found is None:
+                    return False
+            root = found[0]
+        base = self.project.module_at(self, root, parts, loc) if parts else None
+        if level and not parts:  # ``from . import x``: the package's __init__.py, if any
+            base = self.project.module_at(self, root.parent, [root.name], loc) \
+                if root.name.isidentifier() else None
+        if isinstance(node.names, cst.ImportStar):
+            if isinstance(base, ModuleValue):
+                for key, value in list(base.names.items()):
+                    if not key.startswith("_"):
+                        self.set_name(key, value)
+            return True
+        for alias in node.names:
+            name = _dotted(alias.name)
+            bound = alias.asname.name.value if alias.asname is not None else name
+            value = None
+            if isinstance(base, ModuleValue) and name in base.names:
+                value = base.names[name]
+            elif (root.joinpath(*parts, name).with_suffix(".py").is_file()
+                  or root.joinpath(*parts, name, "__init__.py").is_file()):
+                value = self.project.module_at(self, root, [*parts, name], loc)
+            elif isinstance(base, Unknown):
+                value = Unknown(f"'{name}' from a module that could not be read ({base.reason})")
+            else:
+                where = ".".join(parts) or "the package"
+                value = Unknown(f"'{name}' is not defined (statically) in module '{where}'")
+            self.set_name(bound, value)
+        return True
+
+    def run_module(self, module: cst.Module, value: ModuleValue, file, anchor) -> None:
+        """Interpret a project module's statements in its own namespace (``value.names``).
+
+        What it leaves in the file's state (models built at its module level, notes about its
+        own code, definitions) is dropped: only the names it defines are kept."""
+        state = self.state
+        saved = (self.globals, self.scope, self.outer, self.global_names, self.anchor)
+        marks = (len(state.models), len(state.diagnostics), len(state.definitions),
+                 len(state.star_imports), len(state.unresolved), set(state._seen_notes))
+        self.globals = self.scope = value.names
+        self.outer, self.global_names = (), set()
+        self.anchor = self.anchor or anchor
+        state.quiet += 1
+        try:
+            for stmt in module.body:
+                try:
+                    self.exec_statement(stmt)
+                except (BudgetExceeded, RecursionError, MemoryError):
+                    raise
+                except (_Return, _LoopControl):
+                    break
+                except Exception as exc:  # a bug in memlint: keep what the rest gives
+                    state.note_internal(self.location(stmt), f"module '{value.name}'", exc)
+        finally:
+            state.quiet -= 1
+            self.globals, self.scope, self.outer, self.global_names, self.anchor = saved
+            state.imported_models.extend(state.models[marks[0]:])
+            del state.models[marks[0]:]
+            del state.diagnostics[marks[1]:]
+            del state.definitions[marks[2]:]
+            del state.star_imports[marks[3]:]
+            del state.unresolved[marks[4]:]
+            state._seen_notes = marks[5]
 
     def exec_for(self, stmt: cst.For) -> None:
         iterable = self.eval(stmt.iter)
@@ -241,7 +387,8 @@ class Interpreter(ExpressionEvaluator):
             if param.default is not None:
                 defaults[param.name.value] = self.eval(param.default)
         closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
-        self.set_name(name, UserFunction(name, stmt, defaults, closure, self.location(stmt)))
+        self.set_name(name, UserFunction(name, stmt, defaults, closure, self.location(stmt),
+                                         self.globals))
         self.state.definitions.append(("function", name, self.location(stmt)))
 
     def call_function(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
@@ -258,8 +405,14 @@ class Interpreter(ExpressionEvaluator):
             return Unknown(f"result of '{fn.name}' (arguments do not match)")
         self.state.definitions[:] = [d for d in self.state.definitions
                                      if not (d[0] == "function" and d[1] == fn.name)]
-        saved = (self.scope, self.outer, self.global_names)
+        saved = (self.scope, self.outer, self.global_names, self.globals, self.anchor)
         self.scope, self.outer, self.global_names = local, fn.closure, set()
+        if fn.module_globals is not None:
+            self.globals = fn.module_globals
+        foreign = self.anchor is None and fn.node not in self.positions
+        if foreign:  # a function of an imported project module, called from this file
+            self.anchor = loc
+            self.state.quiet += 1
         self.depth += 1
         try:
             body = fn.node.body
@@ -274,7 +427,9 @@ class Interpreter(ExpressionEvaluator):
         except _LoopControl:
             result = Unknown(f"result of '{fn.name}'")
         finally:
-            self.scope, self.outer, self.global_names = saved
+            self.scope, self.outer, self.global_names, self.globals, self.anchor = saved
+            if foreign:
+                self.state.quiet -= 1
             self.depth -= 1
         return result
 

@@ -38,6 +38,12 @@ class FileState:
     star_imports: list = field(default_factory=list)
     _name_counts: dict = field(default_factory=dict)
     _seen_notes: set = field(default_factory=set)
+    # > 0 while code of an imported project module runs: its notes are not this file's
+    # (errors Keras would raise building this file's model are kept, at the call site)
+    quiet: int = 0
+    # models built at module level of imported project modules: not reported, but built
+    # (their weights) when used as layers of this file's models
+    imported_models: list = field(default_factory=list)
     allocated: int = 0  # elements created by bulk operations so far (see MAX_ALLOCATED)
 
     def allocate(self, count: int) -> bool:
@@ -64,6 +70,8 @@ class FileState:
 
     def _diagnostic(self, spec: tuple, location: Location, message: str) -> None:
         code, name, severity = spec
+        if self.quiet and spec != INVALID_LAYER:
+            return
         key = (code, location.line, location.column, message)
         if key in self._seen_notes:
             return  # the same note from a loop body is reported once

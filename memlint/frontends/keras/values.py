@@ -14,7 +14,7 @@ from memlint.ir import Location, OptimizerSpec
 from memlint.layers.base import LayerInstance, Unknown
 
 __all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
-           "ModelLayer", "SequentialModel",
+           "ModelLayer", "ModuleValue", "SequentialModel",
            "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Unknown", "is_unknown"]
 
 
@@ -157,6 +157,19 @@ class UserFunction:
     defaults: dict  # parameter name -> default value, evaluated where the def was
     closure: tuple  # enclosing function scopes (innermost first) for nested functions
     location: Location
+    module_globals: Optional[dict] = None  # the globals of the module that defined it
+
+
+@dataclass(eq=False)
+class ModuleValue:
+    """A module of the user's own project, read with libcst and interpreted (never imported).
+
+    ``names`` is its global namespace; while the module is still being loaded (an import
+    cycle) it holds only what has been defined so far."""
+
+    name: str  # dotted module name
+    path: Optional[str]  # the source file; None for a package folder without __init__.py
+    names: dict = field(default_factory=dict)
 
 
 @dataclass

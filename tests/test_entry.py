@@ -1,0 +1,151 @@
+"""``--entry NAME(...)``: analysing the model a function or class of the file builds."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from memlint.analysis import analyze_file, analyze_text
+from memlint.cli import main
+from memlint.config import ConfigError, Settings, settings_from_table
+from memlint.frontends.keras import analyze_source
+from memlint.frontends.keras.entry import EntryError, parse_entry
+from tests.conftest import FIXTURES
+
+FACTORY = FIXTURES / "project_resnet" / "factory.py"
+
+SOURCE = textwrap.dedent("""
+    import keras
+    from keras import layers
+
+
+    def build_mlp(units=8, classes=3, input_dim=4):
+        inputs = keras.Input(shape=(input_dim,))
+        x = layers.Dense(units, activation="relu")(inputs)
+        return keras.Model(inputs, layers.Dense(classes)(x), name="mlp")
+
+
+    def build_twice(width):
+        return build_mlp(units=width)
+
+
+    def helper(x):
+        return x + 1
+
+
+    class Net(keras.Model):
+        def __init__(self, units=6, **kwargs):
+            super().__init__(**kwargs)
+            self.hidden = layers.Dense(units)
+            self.out = layers.Dense(1)
+
+        def call(self, x):
+            return self.out(self.hidden(x))
+""")
+
+
+def mlp_params(units, classes, input_dim):
+    return input_dim * units + units + units * classes + classes
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("build", ("build", (), {})),
+    (" build() ", ("build", (), {})),
+    ("build(10, input_shape=(32, 32, 3))", ("build", (10,), {"input_shape": (32, 32, 3)})),
+    ("f(a=[1, 2], b={'x': None}, c=-1.5, d='s', e=True)",
+     ("f", (), {"a": [1, 2], "b": {"x": None}, "c": -1.5, "d": "s", "e": True})),
+])
+def test_parse_entry(text, expected):
+    assert parse_entry(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "build(", "mod.build", "build(x)", "build(*a)",
+                                  "build(**k)", "build(__import__('os'))", "1 + 2",
+                                  "build()()", "build(a={1, 2})"])
+def test_parse_entry_rejects(text):
+    with pytest.raises(EntryError):
+        parse_entry(text)
+
+
+def test_entry_with_defaults_and_arguments(tmp_path):
+    path = tmp_path / "factories.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    (model,) = analyze_source(SOURCE, str(path), entry="build_mlp").models
+    assert model.name == "mlp" and model.variable == "build_mlp"
+    assert model.params == mlp_params(8, 3, 4)
+    (model,) = analyze_source(SOURCE, str(path), entry="build_mlp(16, input_dim=5)").models
+    assert model.params == mlp_params(16, 3, 5)
+    (model,) = analyze_source(SOURCE, str(path), entry="build_twice(2)").models
+    assert model.params == mlp_params(2, 3, 4)
+
+
+def test_entry_class_with_input_shape():
+    settings = Settings(entry="Net(units=5)", input_shape=(7,))
+    report = analyze_text(SOURCE, "net.py", settings)
+    (model,) = report.models
+    assert model.kind == "Net"
+    assert model.params == (7 * 5 + 5) + (5 + 1)
+
+
+def test_without_entry_factories_are_listed():
+    result = analyze_source(SOURCE, "factories.py")
+    assert result.models == []
+    (note,) = [d for d in result.diagnostics if "factories" in d.message]
+    assert note.code == "MEM900" and note.severity == "info"
+    assert "build_mlp(units=..., classes=..., input_dim=...)" in note.message
+    assert "build_twice(width)" in note.message and "Net" in note.message
+    assert "helper" not in note.message
+    assert "--entry build_mlp" in note.message
+    assert note.line == 6  # the first factory
+
+
+def test_no_note_when_a_model_is_built_or_nothing_is_a_factory():
+    built = SOURCE + "\nmodel = build_mlp()\n"
+    assert not [d for d in analyze_source(built, "f.py").diagnostics if "factor" in d.message]
+    plain = "def f(x):\n    return x\n"
+    assert analyze_source(plain, "f.py").diagnostics == []
+
+
+def test_unknown_entry_is_noted():
+    result = analyze_source(SOURCE, "f.py", entry="build_cnn(3)")
+    assert result.models == []
+    (note,) = result.diagnostics
+    assert "build_cnn" in note.message and "build_mlp" in note.message
+    result = analyze_source(SOURCE, "f.py", entry="keras")  # a name, not a factory
+    assert result.models == [] and "keras" in result.diagnostics[0].message
+
+
+def test_entry_on_the_fixture_project():
+    (model,) = analyze_file(str(FACTORY), Settings(entry="build_resnet")).models
+    assert model.name == "resnet_factory"
+    assert model.params == 83_066 and len(model.layers) == 35  # real Keras: same
+    (model,) = analyze_file(str(FACTORY),
+                            Settings(entry="build_resnet(classes=5, widths=(8, 16))")).models
+    assert model.params == 5_645 and len(model.layers) == 26  # real Keras: same
+
+
+def test_entry_bounded_by_the_step_budget():
+    source = "def build():\n    while_ = 0\n    for i in range(10**9):\n" \
+             "        for j in range(10**9):\n            while_ = while_ + 1\n"
+    result = analyze_source(source, "f.py", entry="build")
+    assert any(d.code == "MEM903" for d in result.diagnostics)
+
+
+def test_config_entry():
+    assert settings_from_table({"entry": "build(2)"}, "cfg").entry == "build(2)"
+    with pytest.raises(ConfigError):
+        settings_from_table({"entry": "build("}, "cfg")
+
+
+def test_cli_entry(capsys):
+    assert main(["report", "--entry", "build_resnet(classes=5, widths=(8, 16))",
+                 str(FACTORY)]) == 0
+    out = capsys.readouterr().out
+    assert "Model 'resnet_factory'" in out and "Total params: 5,645" in out
+    assert main(["check", "--entry", "build_resnet(", str(FACTORY)]) == 2
+    assert "--entry" in capsys.readouterr().err
+    assert main(["report", str(FACTORY)]) == 0
+    out = capsys.readouterr().out
+    assert "no Keras model built at module level" in out
+    assert "--entry build_resnet" in out
