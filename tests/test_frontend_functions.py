@@ -127,3 +127,36 @@ def test_wrong_arguments_give_a_note_not_an_exception():
         "z = f(1, b=2, c=3)\n"
     )
     assert sum(d.code == "MEM900" for d in result.diagnostics) == 3
+
+
+def test_while_loop_on_known_condition_and_int_shape():
+    from memlint.frontends.keras import analyze_source
+
+    result = analyze_source(
+        "import keras\n"
+        "from keras import backend as K\n"
+        "x = inputs = keras.Input((32, 32, 3))\n"
+        "filters = 8\n"
+        "while K.int_shape(x)[1] > 4:\n"
+        "    x = keras.layers.Conv2D(filters, 3, strides=2, padding='same')(x)\n"
+        "    filters *= 2\n"
+        "model = keras.Model(inputs, x)\n", "w.py")
+    (graph,) = result.models
+    # 32 -> 16 -> 8 -> 4: three convolutions with 8, 16 and 32 filters
+    assert [layer.output_shape for layer in graph.layers[1:]] == [
+        (None, 16, 16, 8), (None, 8, 8, 16), (None, 4, 4, 32)]
+    assert not [d for d in result.diagnostics if d.code == "MEM900"]
+
+
+def test_while_loop_on_unknown_condition_stops_with_a_note():
+    from memlint.frontends.keras import analyze_source
+
+    result = analyze_source("import os\nwhile os.environ.get('X'):\n    pass\n", "w.py")
+    assert [(d.code, d.line) for d in result.diagnostics] == [("MEM900", 2)]
+
+
+def test_while_true_is_bounded():
+    from memlint.frontends.keras import analyze_source
+
+    result = analyze_source("n = 0\nwhile True:\n    n += 1\n", "w.py")
+    assert any(d.code == "MEM903" for d in result.diagnostics)

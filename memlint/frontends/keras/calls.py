@@ -225,6 +225,11 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         if value in ("channels_first", "channels_last"):
             state.context.data_format = value
         return None
+    if name == "keras.backend.int_shape":  # K.int_shape(x): the static shape, batch first
+        tensor = args[0] if args else kwargs.get("x")
+        if isinstance(tensor, Tensor) and tensor.shape is not None:
+            return tuple(tensor.shape)
+        return Unknown("int_shape of a tensor whose shape is not known statically")
     if name == "keras.backend.image_data_format":
         return state.context.data_format
     if name == "keras.backend.image_dim_ordering":

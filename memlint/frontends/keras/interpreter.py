@@ -158,8 +158,7 @@ class Interpreter(ExpressionEvaluator):
             if stmt.finalbody is not None:
                 self.exec_block(stmt.finalbody.body.body)
         elif isinstance(stmt, cst.While):
-            self.state.note_unresolved(self.location(stmt), "while loop",
-                                       "while loops are not evaluated; its body is skipped")
+            self.exec_while(stmt)
         elif isinstance(stmt, cst.FunctionDef):
             self.define_function(stmt)
         elif isinstance(stmt, cst.ClassDef):
@@ -350,6 +349,32 @@ class Interpreter(ExpressionEvaluator):
                     broke = True
                     break
         if not broke and stmt.orelse is not None:
+            self.exec_block(stmt.orelse.body.body)
+
+    def exec_while(self, stmt: cst.While) -> None:
+        """``while`` on conditions known statically, bounded like ``for``; a condition that
+        becomes unknown stops the loop with a note."""
+        count = 0
+        while True:
+            test = self.eval(stmt.test)
+            if not has_truth(test):
+                self.state.note_unresolved(
+                    self.location(stmt.test), "while condition",
+                    "the condition is not known statically; the loop stopped there")
+                return
+            if not test:
+                break
+            count += 1
+            if count > MAX_LOOP_ITERATIONS:
+                self.state.note_budget(self.location(stmt),
+                                       f"loop stopped after {MAX_LOOP_ITERATIONS:,} iterations")
+                return
+            try:
+                self.exec_block(stmt.body.body)
+            except _LoopControl as ctl:
+                if ctl.kind == "break":
+                    return
+        if stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
 
     def iterate(self, value: Any, node: cst.CSTNode):
