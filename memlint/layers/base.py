@@ -141,6 +141,24 @@ class LayerKind:
         return []
 
 
+def nested_layer(value: Any, what: str, expected: str) -> dict:
+    """A layer passed as an argument (the layer inside Bidirectional, TimeDistributed, an RNN
+    cell) as a plain description: ``{"class_name", "config", "trainable"}``.
+
+    Accepts a :class:`LayerInstance` or a frontend object holding one as ``.instance``.  An
+    object the frontend could not model (it has a ``reason``) makes the argument unresolved;
+    anything else is a :class:`LayerError` saying ``what`` must be ``expected``.
+    """
+    instance = getattr(value, "instance", value)
+    if not isinstance(instance, LayerInstance):
+        reason = getattr(value, "reason", None)
+        if isinstance(reason, str):
+            raise UnresolvedArgument(what, f"the {expected} is not modelled: {reason}")
+        raise LayerError(f"{what} must be {expected}, got {value!r}")
+    return {"class_name": instance.kind.name, "config": dict(instance.config),
+            "trainable": instance.trainable}
+
+
 REGISTRY: dict[str, LayerKind] = {}
 
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 from memlint.ir import Weight
 from memlint.layers.base import (
     REGISTRY,
+    nested_layer,
     Args,
     LayerError,
-    LayerInstance,
     LayerKind,
-    UnresolvedArgument,
     check_rank,
     register,
 )
@@ -236,24 +235,15 @@ class GRUCell(_GRUGates, RecurrentCell):
 
 
 def _cell(value, what: str) -> dict:
-    """A cell argument as a plain description (class name, config, trainable).
-
-    Accepts a :class:`LayerInstance`, a frontend object holding one as ``.instance``, or a
-    list of them (a StackedRNNCells).
-    """
+    """A cell argument as a plain description (class name, config, trainable); a list of
+    cells becomes a StackedRNNCells."""
     if isinstance(value, (list, tuple)):
         cells = [_cell(v, what) for v in value]
         return {"class_name": "StackedRNNCells", "config": {"cells": cells}, "trainable": True}
-    instance = getattr(value, "instance", value)
-    if not isinstance(instance, LayerInstance):
-        reason = getattr(value, "reason", None)
-        if isinstance(reason, str):
-            raise UnresolvedArgument(what, f"the cell is not modelled: {reason}")
-        raise LayerError(f"{what} must be an RNN cell, got {value!r}")
-    if not isinstance(instance.kind, (RecurrentCell, StackedRNNCells)):
-        raise LayerError(f"{what} must be an RNN cell, got {instance.kind.name}")
-    return {"class_name": instance.kind.name, "config": dict(instance.config),
-            "trainable": instance.trainable}
+    cell = nested_layer(value, what, "an RNN cell")
+    if not isinstance(REGISTRY[cell["class_name"]], (RecurrentCell, StackedRNNCells)):
+        raise LayerError(f"{what} must be an RNN cell, got {cell['class_name']}")
+    return cell
 
 
 def _cell_state_size(cell: dict):
@@ -360,24 +350,13 @@ _MERGE_MODES = ("concat", "sum", "mul", "ave", None)
 
 
 def _wrapped(value, what: str) -> dict:
-    """A recurrent layer argument as a plain description: class name, config, trainable.
-
-    Accepts a :class:`LayerInstance` or a frontend object holding one as ``.instance``.  A
-    layer the frontend could not model (an object with a ``reason``) leaves the wrapper
-    unresolved rather than wrong.
-    """
-    instance = getattr(value, "instance", value)
-    if not isinstance(instance, LayerInstance):
-        reason = getattr(value, "reason", None)
-        if isinstance(reason, str):
-            raise UnresolvedArgument(what, f"the wrapped layer is not modelled: {reason}")
-        raise LayerError(f"Bidirectional {what} must be a recurrent layer, got {value!r}")
-    if not isinstance(instance.kind, (Recurrent, RNN)):
+    """A recurrent layer argument of Bidirectional as a plain description."""
+    layer = nested_layer(value, f"Bidirectional {what}", "a recurrent layer")
+    if not isinstance(REGISTRY[layer["class_name"]], (Recurrent, RNN)):
         raise LayerError(
-            f"Bidirectional {what} must be a recurrent layer, got {instance.kind.name}"
+            f"Bidirectional {what} must be a recurrent layer, got {layer['class_name']}"
         )
-    return {"class_name": instance.kind.name, "config": dict(instance.config),
-            "trainable": instance.trainable}
+    return layer
 
 
 @register

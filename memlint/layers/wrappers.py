@@ -17,9 +17,9 @@ from __future__ import annotations
 from memlint.ir import Weight
 from memlint.layers.base import (
     REGISTRY,
+    nested_layer,
     Args,
     LayerError,
-    LayerInstance,
     LayerKind,
     Unknown,
     UnresolvedArgument,
@@ -31,24 +31,12 @@ from memlint.layers.base import (
 # ---------------------------------------------------------------- TimeDistributed
 
 def _inner(value, wrapper: str) -> dict:
-    """A wrapped layer argument as a plain description: class name, config, trainable.
-
-    Accepts a :class:`LayerInstance` or a frontend object holding one as ``.instance``; a
-    layer the frontend could not model (an object with a ``reason``) leaves the wrapper
-    unresolved rather than wrong.
-    """
-    instance = getattr(value, "instance", value)
-    if not isinstance(instance, LayerInstance):
-        reason = getattr(value, "reason", None)
-        if isinstance(reason, str):
-            raise UnresolvedArgument("layer", f"the wrapped layer is not modelled: {reason}")
-        raise LayerError(f"{wrapper} must wrap a Keras layer instance, got {value!r}")
-    if instance.kind.multi_input:
-        raise LayerError(
-            f"{wrapper} passes one tensor per step, but {instance.kind.name} needs a list of inputs"
-        )
-    return {"class_name": instance.kind.name, "config": dict(instance.config),
-            "trainable": instance.trainable}
+    """The layer a wrapper applies per step, as a plain description; it must take one input."""
+    layer = nested_layer(value, f"{wrapper} layer", "a Keras layer instance")
+    if REGISTRY[layer["class_name"]].multi_input:
+        raise LayerError(f"{wrapper} passes one tensor per step, but {layer['class_name']} "
+                         "needs a list of inputs")
+    return layer
 
 
 @register
