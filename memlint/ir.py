@@ -38,6 +38,8 @@ class Weight:
     name: str
     shape: tuple
     trainable: bool = True
+    itemsize: Optional[int] = None  # bytes per element when the source fixes it (ONNX
+    #                                 initializers); None: the dtype policy decides
 
     @property
     def size(self) -> int:

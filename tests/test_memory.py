@@ -80,3 +80,13 @@ def test_attention_scores_count_as_saved_activations():
     batch = graph.setup.batch_size
     per_sample = 80 + 96 + 96 + 240 + 80 + 10 * 16  # inner tensors + the layer's output
     assert b.category("activations") == batch * per_sample * 4
+
+
+def test_weights_with_a_stored_dtype_count_in_it():
+    graph = _dense_model(mode="train")
+    dense = graph.layers[0]
+    dense.weights = [Weight("kernel", (8, 4), itemsize=1), Weight("bias", (4,), itemsize=2)]
+    b = estimate(graph)
+    # int8 kernel 32 B + fp16 bias 8 B; BatchNormalization stays at 4 bytes (16 x 4)
+    assert b.category("weights") == 32 + 8 + 16 * 4
+    assert b.category("gradients") == 32 + 8 + 8 * 4

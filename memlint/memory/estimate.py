@@ -129,6 +129,13 @@ def _inference_live_peak(graph: ModelGraph, batch_size: int, element_bytes: int)
     return peak
 
 
+def _weight_bytes(graph: ModelGraph, default_bytes: int, trainable_only: bool) -> int:
+    """Bytes of the weights: each in its stored dtype where the source fixes one (ONNX),
+    otherwise at the policy's variable size."""
+    return sum(w.size * (w.itemsize or default_bytes) for layer in graph.layers
+               for w in layer.weights if w.trainable or not trainable_only)
+
+
 def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None) -> MemoryBreakdown:
     """The memory breakdown of ``graph`` under ``setup`` (the graph's own setup by default)."""
     setup = setup or graph.setup
@@ -138,16 +145,18 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None) -> Memory
     parts = result.parts
 
     trainable = [w.shape for layer in graph.layers for w in layer.weights if w.trainable]
-    weight_bytes = graph.params * prec.variable_bytes
+    weight_bytes = _weight_bytes(graph, prec.variable_bytes, trainable_only=False)
     parts.append(Part("weights", "weights", weight_bytes,
-                      f"{graph.params:,} parameters x {prec.variable_bytes} bytes"))
+                      f"{graph.params:,} parameters x {prec.variable_bytes} bytes"
+                      if weight_bytes == graph.params * prec.variable_bytes else
+                      f"{graph.params:,} parameters in their stored dtypes"))
 
     input_bytes = _input_bytes(graph, batch, prec.compute_bytes)
     activations, largest = _activations(graph, batch, prec.compute_bytes, result)
     result.largest_activation = largest
 
     if setup.mode == "train":
-        grad_bytes = graph.trainable_params * prec.variable_bytes
+        grad_bytes = _weight_bytes(graph, prec.variable_bytes, trainable_only=True)
         parts.append(Part("gradients", "gradients", grad_bytes,
                           "one gradient per trainable parameter"))
         opt_bytes = optimizer_elements(setup.optimizer, trainable) * prec.variable_bytes
