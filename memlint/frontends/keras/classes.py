@@ -117,6 +117,7 @@ def define_class(interp, stmt: cst.ClassDef) -> Optional[UserClass]:
             return None
     if kind is None:
         return None
+    interp.note_decorators(stmt)
     body: dict = {}
     properties: set = set()
     saved = (interp.scope, interp.outer, len(interp.state.definitions))

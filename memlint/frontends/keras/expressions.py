@@ -9,7 +9,7 @@ exhausting memory.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -81,10 +81,26 @@ class ExpressionEvaluator:
                 out.append(part.value)
             else:
                 value = self.eval(part.expression)
-                if is_unknown(value) or part.format_spec or part.conversion:
+                spec = self._format_spec(part.format_spec)
+                if is_unknown(value) or spec is None or part.conversion:
                     return Unknown("f-string with parts not known statically")
-                out.append(str(value))
+                if not isinstance(value, (int, float, str)) and spec:
+                    return Unknown("f-string format spec on a value that is not a number or string")
+                try:
+                    out.append(format(value, spec) if spec else str(value))
+                except (ValueError, TypeError):
+                    return Unknown("f-string format spec Python would reject")
         return "".join(out)
+
+    def _format_spec(self, parts) -> Optional[str]:
+        """The literal text of an f-string format spec (``02d``), or None when it has nested
+        fields or a field width large enough to build a huge string."""
+        if not parts:
+            return ""
+        if not all(isinstance(p, cst.FormattedStringText) for p in parts):
+            return None
+        spec = "".join(p.value for p in parts)
+        return spec if calls.safe_format("{:" + spec + "}") else None
 
     def eval_Name(self, node):
         name = node.value
@@ -150,6 +166,9 @@ class ExpressionEvaluator:
     def eval_GeneratorExp(self, node):
         return self._comprehension(node, list)
 
+    def eval_DictComp(self, node):
+        return self._comprehension(node, dict)
+
     def _comprehension(self, node, build):
         # a comprehension has its own scope: its loop variables do not leak
         saved = (self.scope, self.outer, self.global_names)
@@ -157,7 +176,12 @@ class ExpressionEvaluator:
         self.scope, self.global_names = {}, set()
         out = []
         try:
-            ok = self._comp_loop(node.for_in, lambda: out.append(self.eval(node.elt)))
+            if isinstance(node, cst.DictComp):
+                ok = self._comp_loop(node.for_in, lambda: out.append(
+                    (self.eval(node.key), self.eval(node.value))))
+                ok = ok and all(_hashable(key) for key, _ in out)
+            else:
+                ok = self._comp_loop(node.for_in, lambda: out.append(self.eval(node.elt)))
         finally:
             self.scope, self.outer, self.global_names = saved
         return build(out) if ok else Unknown("comprehension over values not known statically")
@@ -170,7 +194,10 @@ class ExpressionEvaluator:
             if count >= MAX_LOOP_ITERATIONS:
                 return False
             self.assign(for_in.target, item)
-            if not all(self.eval(cond.test) is True for cond in for_in.ifs):
+            tests = [self.eval(cond.test) for cond in for_in.ifs]
+            if not all(has_truth(test) for test in tests):
+                return False
+            if not all(tests):
                 continue
             if for_in.inner_for_in is not None:
                 if not self._comp_loop(for_in.inner_for_in, emit):

@@ -31,6 +31,12 @@ MAX_STEPS = 200_000  # expression/statement evaluations per file
 MAX_CALL_DEPTH = 16  # nested calls of functions defined in the analysed file
 
 
+# Decorators that leave what a function or class builds unchanged (no note for them).
+SHAPE_NEUTRAL_DECORATORS = frozenset({
+    "register_keras_serializable", "function", "staticmethod", "classmethod", "property",
+    "abstractmethod", "dataclass", "override"})
+
+
 class BudgetExceeded(Exception):
     """The per-file step budget ran out."""
 
@@ -411,10 +417,23 @@ class Interpreter(ExpressionEvaluator):
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             if param.default is not None:
                 defaults[param.name.value] = self.eval(param.default)
+        self.note_decorators(stmt)
         closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
         self.set_name(name, UserFunction(name, stmt, defaults, closure, self.location(stmt),
                                          self.globals))
         self.state.definitions.append(("function", name, self.location(stmt)))
+
+    def note_decorators(self, stmt) -> None:
+        """Decorators are not applied: the function or class is analysed as written.  Those
+        known not to change what gets built pass silently; any other gets an info note."""
+        for decorator in stmt.decorators:
+            expr = decorator.decorator
+            dotted = _dotted(expr.func if isinstance(expr, cst.Call) else expr)
+            if dotted.rsplit(".", 1)[-1] in SHAPE_NEUTRAL_DECORATORS:
+                continue
+            self.state.note_info(
+                self.location(decorator), f"decorator @{dotted or '...'} is not applied; "
+                f"'{stmt.name.value}' is analysed as written")
 
     def call_function(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
         """Inline a call of a function defined in the analysed file."""
@@ -514,7 +533,16 @@ class Interpreter(ExpressionEvaluator):
             self.state.bind_variable(target.value, value, module_level)
         elif isinstance(target, (cst.Tuple, cst.List)):
             names = [el.value for el in target.elements]
-            if isinstance(value, (tuple, list)) and len(value) == len(names):
+            starred = [i for i, el in enumerate(target.elements)
+                       if isinstance(el, cst.StarredElement)]
+            if isinstance(value, (tuple, list)) and len(starred) == 1 \
+                    and len(value) >= len(names) - 1:
+                # ``first, *rest = items``: the starred name takes a list of what is left
+                i, after = starred[0], len(names) - starred[0] - 1
+                value = [*value[:i], list(value[i:len(value) - after]),
+                         *value[len(value) - after:]]
+            if isinstance(value, (tuple, list)) and len(value) == len(names) \
+                    and len(starred) <= 1:
                 for sub, item in zip(names, value):
                     self.assign(sub, item)
             else:

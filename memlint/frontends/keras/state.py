@@ -86,6 +86,11 @@ class FileState:
         self.unresolved.append(Unresolved(what, reason, location))
         self._diagnostic(UNRESOLVED, location, f"{what}: {reason}")
 
+    def note_info(self, location: Location, message: str) -> None:
+        """Something the reader should know about how the file was analysed (MEM900, info);
+        nothing is missing from the models because of it."""
+        self._diagnostic(UNRESOLVED, location, message)
+
     def note_error(self, location: Location, message: str) -> None:
         """Keras would reject this at build time."""
         self._diagnostic(INVALID_LAYER, location, message)

@@ -1,0 +1,161 @@
+"""The abstract interpreter as a component: one test per evaluation feature on small snippets.
+
+Each snippet runs through :class:`Interpreter` alone and the test reads the module's names
+afterwards; expected values are what Python itself gives for the same code.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from memlint.frontends.keras.interpreter import Interpreter
+from memlint.frontends.keras.state import FileState
+from memlint.frontends.keras.values import is_unknown
+
+
+def run(source: str):
+    state = FileState("snippet.py")
+    interp = Interpreter(cst.parse_module(source), state)
+    interp.run()
+    return interp.globals, state
+
+
+def names(source: str) -> dict:
+    return run(source)[0]
+
+
+def python(source: str) -> dict:
+    """What CPython gives for the same snippet (only pure-Python snippets use this)."""
+    scope: dict = {}
+    exec(compile(source, "snippet", "exec"), scope)  # noqa: S102 - our own test snippet
+    return scope
+
+
+PURE_SNIPPETS = {
+    "positional_keyword_default": (
+        "def f(a, b=2, *, c=3):\n    return a + b * c\n"
+        "r = (f(1), f(1, 4), f(1, c=10), f(b=0, a=5))\n"),
+    "star_args_kwargs": (
+        "def f(*args, scale=1, **kw):\n    return sum(args) * scale + len(kw)\n"
+        "r = f(1, 2, 3, scale=2, x=1, y=2)\n"),
+    "tuple_return_and_unpacking": (
+        "def split(n):\n    return n // 2, n - n // 2\n"
+        "a, b = split(7)\nr = (a, b)\n"),
+    "nested_function_closure": (
+        "def outer(k):\n    def inner(x):\n        return x * k\n    return inner(3)\n"
+        "r = outer(5)\n"),
+    "closure_returned": (
+        "def make(k):\n    def add(x):\n        return x + k\n    return add\n"
+        "r = make(4)(1)\n"),
+    "recursion_with_depth": (
+        "def depth(n):\n    return 0 if n <= 1 else 1 + depth(n // 2)\n"
+        "r = depth(64)\n"),
+    "if_elif_else_flags": (
+        "USE = 'group'\nr = []\n"
+        "for mode in ('batch', 'group', 'none'):\n"
+        "    if mode == 'batch' and not USE:\n        r.append(1)\n"
+        "    elif mode in ('group', 'layer') or USE is None:\n        r.append(2)\n"
+        "    else:\n        r.append(3)\n"),
+    "comparisons_chain": "r = (1 < 2 <= 2, 3 != 3, 'a' not in 'bc', None is None)\n",
+    "for_range_list_tuple": (
+        "r = []\nfor i in range(1, 7, 2):\n    r.append(i)\n"
+        "for s in [10, 20]:\n    r.append(s)\nfor t in (7,):\n    r.append(t)\n"),
+    "zip_enumerate_items": (
+        "r = []\nfor i, (w, d) in enumerate(zip([8, 16], [1, 2])):\n    r.append(i * w + d)\n"
+        "for k, v in {'a': 1, 'b': 2}.items():\n    r.append(k * v)\n"),
+    "while_known_condition": "n, r = 64, 0\nwhile n > 4:\n    n //= 2\n    r += 1\n",
+    "break_continue": (
+        "r = []\nfor i in range(10):\n    if i % 2:\n        continue\n"
+        "    if i > 6:\n        break\n    r.append(i)\n"),
+    "list_comprehension_with_conditions": "r = [i * i for i in range(10) if i % 3 if i > 2]\n",
+    "nested_comprehension": "r = [(i, j) for i in range(3) for j in range(i)]\n",
+    "dict_comprehension": "r = {f'l{i}': w for i, w in enumerate((4, 8)) if w > 2}\n",
+    "try_body": (
+        "try:\n    r = 1\nexcept ImportError:\n    r = 2\nelse:\n    r += 10\n"
+        "finally:\n    z = 3\n"),
+    "fstring_names": "i = 3\nr = (f'block{i}_conv', f'stage{i:02d}', f'{2.5:.1f}')\n",
+    "percent_and_format_names": (
+        "r = ('conv%d_%s' % (2, 'a'), 'dense_%d' % 5, '{}_{:03d}'.format('up', 7),"
+        " '{name}{i}'.format(name='bn', i=1))\n"),
+    "containers_index_slice_append_extend": (
+        "a = [1, 2, 3]\na.append(4)\na.extend((5, 6))\nd = {'w': [32, 64]}\n"
+        "r = (a[1:4], a[-1], a[::2], d['w'][1], len(a), len(d), (1, 2, 3)[1:])\n"),
+    "starred_unpacking": "first, *rest = [1, 2, 3]\n*init, last = (4, 5, 6)\nr = (first, rest, init, last)\n",
+    "arithmetic": "r = (7 // 2, 7 % 3, 2 ** 5, -7 // 2, 10 / 4, int('4'), int(3.9), round(2.6), round(2.5))\n",
+    "max_min_sum": "r = (max(1, 9), min([3, 2]), sum([1, 2, 3]), max(8, int(0.75 * 30)))\n",
+    "math_functions": (
+        "import math\nr = (math.ceil(2.1), math.floor(2.9), math.sqrt(16), math.ceil(224 / 32))\n"),
+    "boolean_operators_values": "r = (0 or 5, 3 and 4, not 0, None or 'x')\n",
+}
+
+
+@pytest.mark.parametrize("snippet", sorted(PURE_SNIPPETS))
+def test_evaluates_like_python(snippet):
+    source = PURE_SNIPPETS[snippet]
+    got = names(source)
+    expected = python(source)
+    keys = [k for k in expected if not k.startswith("__") and not callable(expected[k])
+            and k != "math"]
+    assert keys, "the snippet must bind something to compare"
+    for key in keys:
+        assert got[key] == expected[key], f"{key}: memlint {got[key]!r}, Python {expected[key]!r}"
+
+
+def test_tensor_shape_arithmetic():
+    got = names(
+        "import keras\nfrom keras import ops\n"
+        "x = keras.Input((32, 32, 3))\n"
+        "c = x.shape[-1]\n"
+        "hw = keras.backend.int_shape(x)[1:3]\n"
+        "s = ops.shape(x)[1] // 4\n"
+        "full = x.shape\n")
+    assert got["c"] == 3
+    assert got["hw"] == (32, 32)
+    assert got["s"] == 8
+    assert tuple(got["full"]) == (None, 32, 32, 3)
+
+
+def test_undecidable_condition_is_reported_once_with_the_path_taken():
+    got, state = run(
+        "import sys\nr = []\nfor i in range(3):\n"
+        "    if sys.argv[1] == 'big':\n        r.append(1)\n    else:\n        r.append(2)\n")
+    notes = [d for d in state.diagnostics if d.code == "MEM900"]
+    assert len(notes) == 1
+    assert notes[0].line == 4 and "first branch was followed" in notes[0].message
+    assert got["r"] == [1, 1, 1]
+
+
+def test_unknown_comprehension_condition_gives_an_unknown_list():
+    got = names("import sys\nr = [i for i in range(3) if sys.argv]\n")
+    assert is_unknown(got["r"])
+
+
+def test_recursion_is_bounded_with_a_note():
+    got, state = run("def f(n):\n    return f(n + 1)\nr = f(0)\n")
+    assert is_unknown(got["r"])
+    assert any(d.code == "MEM903" and "nested calls" in d.message for d in state.diagnostics)
+
+
+def test_decorator_is_ignored_with_a_note_and_known_ones_silently():
+    got, state = run(
+        "import keras\n"
+        "def logged(fn):\n    return fn\n"
+        "@logged\ndef width(n):\n    return n * 2\n"
+        "@keras.saving.register_keras_serializable()\n"
+        "class Block(keras.layers.Layer):\n    pass\n"
+        "r = width(4)\n")
+    assert got["r"] == 8
+    notes = [d for d in state.diagnostics if "decorator" in d.message]
+    assert [(d.line, d.severity) for d in notes] == [(4, "info")]
+    assert "@logged" in notes[0].message
+
+
+def test_huge_format_widths_are_not_evaluated():
+    got = names("r = f'{1:>100000000}'\n")
+    assert is_unknown(got["r"])
+
+
+def test_pathological_loop_ends_with_an_info_quickly():
+    got, state = run("n = 0\nfor i in range(10**12):\n    n += 1\n")
+    assert any(d.code == "MEM903" and d.severity == "info" for d in state.diagnostics)
