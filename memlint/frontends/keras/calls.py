@@ -32,7 +32,7 @@ _MERGE_FUNCTIONS = {
 }
 # Keras 1 merge(mode=...) -> Keras 3 layer
 _KERAS1_MERGE_MODES = {"sum": "Add", "mul": "Multiply", "concat": "Concatenate",
-                       "ave": "Average", "max": "Maximum"}
+                       "ave": "Average", "max": "Maximum", "dot": "Dot"}
 
 _MATH = {"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt,
          "math.log2": math.log2, "math.prod": lambda *a: math.prod(a)}
@@ -355,6 +355,8 @@ def _keras1_merge(interp, args, kwargs, node):
     layer_kwargs = {}
     if layer_type == "Concatenate" and "concat_axis" in kwargs:
         layer_kwargs["axis"] = kwargs["concat_axis"]
+    if layer_type == "Dot":  # Keras 1's dot_axes (default -1) is Dot's axes
+        layer_kwargs["axes"] = kwargs.get("dot_axes", -1)
     if "name" in kwargs:
         layer_kwargs["name"] = kwargs["name"]
     layer = models.create_layer(interp, layer_type, [], layer_kwargs, node)
