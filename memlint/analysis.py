@@ -36,6 +36,7 @@ class FileReport:
     suppressed: int = 0
     definitions: list = field(default_factory=list)
     internal_errors: list = field(default_factory=list)  # bugs in memlint: the run exits 2
+    entries: list = field(default_factory=list)  # (factory name, needs arguments) when no model
 
 
 def budget_for(settings: Settings) -> Optional[Budget]:
@@ -85,7 +86,7 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     result = analyze_source(source, path, input_shape=input_shape, roots=roots,
                             entry=settings.entry)
     report = FileReport(path=path, settings=settings, budget=budget,
-                        definitions=result.definitions,
+                        definitions=result.definitions, entries=result.entries,
                         internal_errors=list(result.internal_errors))
     diagnostics = list(result.diagnostics)
     for graph in result.models:

@@ -100,6 +100,38 @@ def test_without_entry_factories_are_listed():
     assert note.line == 6  # the first factory
 
 
+def test_factories_are_returned_with_whether_they_need_arguments():
+    report = analyze_text(SOURCE, "factories.py", Settings())
+    assert report.entries == [("build_mlp", False), ("build_twice", True), ("Net", False)]
+    assert analyze_text(SOURCE + "\nm = build_mlp()\n", "f.py", Settings()).entries == []
+
+
+def test_input_shape_fills_an_input_whose_shape_is_unknown():
+    source = textwrap.dedent("""
+        import keras
+        from keras.src.models import Functional
+        from keras.src import layers
+        from somewhere import shape_for
+
+
+        def build(input_shape=None):
+            inputs = layers.Input(shape=shape_for(input_shape))
+            x = layers.Conv2D(4, 3, name="conv")(inputs)
+            return Functional(inputs, x, name="net")
+        """)
+    unknown = analyze_text(source, "net.py", Settings(entry="build"))
+    (model,) = unknown.models
+    assert model.layers[1].output_shape is None
+    assert any("pass --input-shape" in d.message for d in unknown.diagnostics)
+    given = analyze_text(source, "net.py", Settings(entry="build", input_shape=(9, 9, 2)))
+    (model,) = given.models
+    assert model.kind == "Functional"
+    assert [layer.output_shape for layer in model.layers] == [(None, 9, 9, 2), (None, 7, 7, 4)]
+    assert model.params == 3 * 3 * 2 * 4 + 4
+    (note,) = [d for d in given.diagnostics if "--input-shape gives" in d.message]
+    assert note.severity == "info" and "(9, 9, 2)" in note.message
+
+
 def test_no_note_when_a_model_is_built_or_nothing_is_a_factory():
     built = SOURCE + "\nmodel = build_mlp()\n"
     assert not [d for d in analyze_source(built, "f.py").diagnostics if "factor" in d.message]

@@ -40,6 +40,8 @@ class FrontendResult:
     positions: Any = None  # node -> CodeRange for ``module``, shared with the rules
     definitions: list = field(default_factory=list)  # (kind, name, Location) not evaluated
     internal_errors: list = field(default_factory=list)  # memlint's own bugs, one line each
+    # model factories of a file that builds nothing at module level: (name, needs arguments)
+    entries: list = field(default_factory=list)
 
 
 MAX_SOURCE_CHARS = 500_000  # larger files are not analysed (libcst needs ~10 s per MB)
@@ -136,7 +138,7 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
 
     Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
     come back as diagnostics, with whatever models could be found."""
-    state = FileState(path)
+    state = FileState(path, input_shape_hint=input_shape)
     problem = _nesting_problem(source)
     if problem is not None:
         state.note_budget(Location(path, 1, 1), problem)
@@ -184,12 +186,11 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         graph.setup = training_setup(model, state, fixed_batch=fixed)
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
-    if not models and entry is None:
-        _note_factories(interpreter, state)
+    entries = _note_factories(interpreter, state) if not models and entry is None else []
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
                           positions=interpreter.positions,
                           internal_errors=state.internal_errors,
-                          definitions=state.definitions)
+                          definitions=state.definitions, entries=entries)
 
 
 def _build_imported(state: FileState) -> None:
@@ -228,13 +229,14 @@ def _factory_list(interpreter: Interpreter) -> list:
             factories(interpreter.wrapper.module, model_classes)]
 
 
-def _note_factories(interpreter: Interpreter, state: FileState) -> None:
-    """A file that builds no model but defines functions / classes that build one: say so."""
+def _note_factories(interpreter: Interpreter, state: FileState) -> list:
+    """A file that builds no model but defines functions / classes that build one: say so.
+    Returns the factories as ``(name, needs arguments)``."""
     model_classes = {k for k, v in interpreter.globals.items()
                      if isinstance(v, UserClass) and v.kind == "model"}
     found = factories(interpreter.wrapper.module, model_classes)
     if not found:
-        return
+        return []
     names = ", ".join(signature(node) for _, _, node in found)
     first = found[0][1]
     example = f"--entry {first}" if not needs_arguments(found[0][2]) else \
@@ -243,6 +245,7 @@ def _note_factories(interpreter: Interpreter, state: FileState) -> None:
         interpreter.location(found[0][2]), "no model built at module level",
         f"this file defines model factories it never calls: {names}; analyse one with "
         f"{example}")
+    return [(name, needs_arguments(node)) for _, name, node in found]
 
 
 def _syntax_error_position(source: str, exc: cst.ParserSyntaxError) -> tuple:

@@ -127,6 +127,10 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
     name = given if isinstance(given, str) else state.unique_name("input_layer")
     ref = LayerRef(LayerInstance(_INPUT_KIND, {}), "InputLayer", name, loc)
     ref.weights = []
+    if full is None and state.input_shape_hint is not None:
+        full = tuple(state.input_shape_hint)
+        state.note_info(loc, f"Input '{name}': its shape is not known statically; "
+                             f"--input-shape gives {full[1:]}")
     if full is None:
         state.note_unresolved(loc, f"Input '{name}'", "its shape is not known statically; "
                               "pass --input-shape")

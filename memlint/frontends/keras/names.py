@@ -27,6 +27,10 @@ _EXACT = {
     "keras.engine.training.Model": "keras.Model",
     "keras.engine.sequential.Sequential": "keras.Sequential",
     "keras.engine.functional.Functional": "keras.Model",
+    "keras.models.Functional": "keras.Model",  # Keras 3's own spelling (keras.src.models)
+    "keras.models.functional.Functional": "keras.Model",
+    "keras.models.model.Model": "keras.Model",
+    "keras.models.sequential.Sequential": "keras.Sequential",
     "keras.layers.Input": "keras.Input",
     "keras.engine.topology.Input": "keras.Input",
     "keras.engine.input_layer.Input": "keras.Input",

@@ -45,6 +45,8 @@ class FileState:
     # (their weights) when used as layers of this file's models
     imported_models: list = field(default_factory=list)
     allocated: int = 0  # elements created by bulk operations so far (see MAX_ALLOCATED)
+    # --input-shape (batch first): the shape of an Input whose own shape is not known
+    input_shape_hint: Optional[tuple] = None
 
     def allocate(self, count: int) -> bool:
         """Account for a bulk operation creating ``count`` elements; False when over budget."""
