@@ -57,7 +57,8 @@ def main() -> int:
     with_keras = args.keras and importlib.util.find_spec("keras") is not None
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "memlint")],
                    env=environment(), check=True)
-    fixtures = sorted((ROOT / "fixtures").glob("*.py"))
+    fixtures = sorted(p for p in (ROOT / "fixtures").rglob("*.py")
+                      if "invalid" not in p.relative_to(ROOT / "fixtures").parts)
     rows = []
     py = sys.executable
     for path in fixtures:
@@ -70,9 +71,10 @@ def main() -> int:
             source = path.parent / twin.group(1) if twin else path  # Keras 1 spelling: its twin
             keras = median_time([py, str(ROOT / "tests" / "oracle" / "keras_scripts.py")], 1,
                                 stdin=json.dumps({"files": [str(source)]}))
-        rows.append({"fixture": path.name, "floor_s": floor, "memlint_s": ours,
+        name = str(path.relative_to(ROOT / "fixtures"))
+        rows.append({"fixture": name, "floor_s": floor, "memlint_s": ours,
                      "keras_s": keras})
-        print(f"{path.name:<40} floor {floor:6.3f}s  memlint {ours:6.3f}s  "
+        print(f"{name:<48} floor {floor:6.3f}s  memlint {ours:6.3f}s  "
               f"({ours / floor:4.2f}x floor)" +
               (f"  keras {keras:6.2f}s ({keras / ours:5.1f}x memlint)" if keras else ""),
               flush=True)
@@ -82,6 +84,9 @@ def main() -> int:
     print(f"\n{len(rows)} fixtures, {args.repeat} runs each (median), one process per run")
     print(f"memlint / floor: {total_ours / total_floor:.2f}x (sum of medians); per-file median "
           f"{statistics.median(r['memlint_s'] / r['floor_s'] for r in rows):.2f}x")
+    slowest = max(rows, key=lambda r: r["memlint_s"])
+    print(f"slowest memlint run: {slowest['memlint_s']:.3f}s ({slowest['fixture']}); "
+          "the per-file budget is 2 s")
     if with_keras:
         total_keras = sum(r["keras_s"] for r in rows)
         print(f"keras / memlint: {total_keras / total_ours:.1f}x (sum); per-file median "

@@ -74,6 +74,18 @@ PURE_SNIPPETS = {
     "try_body": (
         "try:\n    r = 1\nexcept ImportError:\n    r = 2\nelse:\n    r += 10\n"
         "finally:\n    z = 3\n"),
+    "try_missing_key_runs_the_handler": (
+        "CFG = {'a': 1}\ntry:\n    u = CFG['units']\nexcept KeyError:\n    u = 4\n"
+        "def get(k):\n    return [1, 2][k]\n"
+        "try:\n    v = get(5)\nexcept (ValueError, LookupError):\n    v = -1\n"
+        "try:\n    w = CFG['a']\nexcept Exception:\n    w = 0\nelse:\n    w += 10\n"
+        "r = (u, v, w)\n"),
+    "dict_update_copy_setdefault": (
+        "H = {'units': 8}\nS = dict(H)\nS.update(units=4, depth=2)\nT = H.copy()\n"
+        "T['units'] = 2\nT.setdefault('drop', 0.1)\nr = (H, S, T, [1, 2].copy())\n"),
+    "isinstance_on_plain_values": (
+        "v = 7\nr = (v // 2 if isinstance(v, int) else v, isinstance((1,), (list, tuple)),"
+        " isinstance('x', int), isinstance(True, int), isinstance(2.0, (int, float)))\n"),
     "fstring_names": "i = 3\nr = (f'block{i}_conv', f'stage{i:02d}', f'{2.5:.1f}')\n",
     "percent_and_format_names": (
         "r = ('conv%d_%s' % (2, 'a'), 'dense_%d' % 5, '{}_{:03d}'.format('up', 7),"
@@ -159,3 +171,8 @@ def test_huge_format_widths_are_not_evaluated():
 def test_pathological_loop_ends_with_an_info_quickly():
     got, state = run("n = 0\nfor i in range(10**12):\n    n += 1\n")
     assert any(d.code == "MEM903" and d.severity == "info" for d in state.diagnostics)
+
+
+def test_a_handler_that_does_not_catch_the_lookup_never_runs():
+    got, state = run("CFG = {}\ntry:\n    u = CFG['k']\nexcept ValueError:\n    u = 4\n")
+    assert is_unknown(got["u"])

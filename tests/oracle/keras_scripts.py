@@ -6,6 +6,7 @@ the product) with training and prediction calls stubbed out, then reports every
 trainable / non-trainable parameter counts.  Writes JSON on stdout.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -105,7 +106,8 @@ def run_file(path):
     try:
         with open(path, encoding="utf-8") as handle:
             code = compile(handle.read(), path, "exec")
-        exec(code, namespace)  # noqa: S102 - the oracle builds our own fixtures with real Keras
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON answer
+            exec(code, namespace)  # noqa: S102 - the oracle builds our own fixtures with real Keras
     finally:
         sys.path.remove(folder)
         for name in set(sys.modules) - before:
@@ -114,7 +116,7 @@ def run_file(path):
                 del sys.modules[name]
     models = {}
     for name, value in namespace.items():
-        if isinstance(value, keras.Model) and not name.startswith("_"):
+        if isinstance(value, keras.Model) and not name.startswith("__"):
             models[name] = describe(value)
     return {"models": models}
 

@@ -111,14 +111,19 @@ def set_attribute(obj: Any, attr: str, value: Any) -> None:
         nested.set_trainable(obj, value)
 
 
-def subscript(base: Any, key: Any) -> Any:
-    """``base[key]`` on plain containers and known shapes."""
+def subscript(base: Any, key: Any, failed=None) -> Any:
+    """``base[key]`` on plain containers and known shapes; ``failed(error name)`` is told
+    when Python would raise (it may raise into the analysed code's own ``try``)."""
     if is_unknown(key):
         return Unknown("index not known statically")
     if isinstance(base, (list, tuple, str, dict)):
         try:
             return base[key]
-        except (IndexError, KeyError, TypeError):
+        except (IndexError, KeyError) as exc:
+            if failed is not None:
+                failed(type(exc).__name__)
+            return Unknown("index out of range or missing key in the analysed code")
+        except TypeError:
             return Unknown("index out of range or missing key in the analysed code")
     if isinstance(base, Array) and isinstance(key, slice):
         return Array(tuple(base.shape[:1] and _sliced_rows(base.shape, key)))
@@ -280,6 +285,8 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
                 return obj.pop(args[0] if args and isinstance(args[0], int) else -1)
             except IndexError:
                 return Unknown("pop index out of range in the analysed code")
+        if method == "copy" and not args:
+            return list(obj)
         if method in ("index", "count") and len(args) == 1:
             try:
                 return getattr(obj, method)(args[0])
@@ -297,9 +304,13 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
                 return obj.get(args[0], args[1] if len(args) > 1 else None)
             except TypeError:
                 return Unknown("dict key not known statically")
-        if method == "update" and len(args) == 1 and isinstance(args[0], dict):
-            obj.update(args[0])
+        if method == "update" and len(args) <= 1 and (not args or isinstance(args[0], dict)):
+            obj.update(*args, **kwargs)
             return None
+        if method == "copy" and not args:
+            return dict(obj)
+        if method == "setdefault" and args and _hashable_key(args[0]):
+            return obj.setdefault(args[0], args[1] if len(args) > 1 else None)
     if isinstance(obj, str) and all(not is_unknown(a) for a in args):
         size = _str_result_size(obj, method, args, kwargs)
         if size is None or size > MAX_SEQUENCE or not interp.state.allocate(size):
@@ -455,6 +466,29 @@ def _iterable_size(value):
     return 0
 
 
+_PLAIN_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": str,
+                "builtins.bool": bool, "builtins.list": list, "builtins.tuple": tuple,
+                "builtins.dict": dict}
+
+
+def _isinstance(value: Any, types: Any) -> Any:
+    """``isinstance`` for plain Python values against the builtin types."""
+    wanted = types if isinstance(types, tuple) else (types,)
+    if not all(isinstance(t, Ref) and t.name in _PLAIN_TYPES for t in wanted):
+        return Unknown("isinstance() against a type memlint does not model")
+    if not isinstance(value, (int, float, str, list, tuple, dict, type(None))):
+        return Unknown("isinstance() of a value that is not a plain Python value")
+    return isinstance(value, tuple(_PLAIN_TYPES[t.name] for t in wanted))
+
+
+def _hashable_key(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return not is_unknown(value)
+
+
 def _builtin(state, name: str, args: list, kwargs: dict):
     if any(is_unknown(a) for a in args) or any(is_unknown(v) for v in kwargs.values()):
         return Unknown(f"{name}() of a value not known statically")
@@ -469,6 +503,8 @@ def _builtin(state, name: str, args: list, kwargs: dict):
             return None
         if name == "len":
             return len(args[0])
+        if name == "isinstance" and len(args) == 2:
+            return _isinstance(args[0], args[1])
         if name in ("zip", "enumerate", "reversed", "sorted"):
             return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
                          "sorted": sorted}[name](*args, **kwargs))

@@ -309,7 +309,7 @@ class ExpressionEvaluator:
         sl = node.slice[0].slice
         if isinstance(sl, cst.Index):
             key = self.eval(sl.value)
-            return calls.subscript(base, key)
+            return calls.subscript(base, key, self.lookup_failed)
         lower = self.eval(sl.lower) if sl.lower is not None else None
         upper = self.eval(sl.upper) if sl.upper is not None else None
         step = self.eval(sl.step) if sl.step is not None else None

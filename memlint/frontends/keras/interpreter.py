@@ -13,7 +13,7 @@ an info diagnostic saying so.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -35,6 +35,37 @@ MAX_CALL_DEPTH = 16  # nested calls of functions defined in the analysed file
 SHAPE_NEUTRAL_DECORATORS = frozenset({
     "register_keras_serializable", "function", "staticmethod", "classmethod", "property",
     "abstractmethod", "dataclass", "override"})
+
+
+class RaisedInCode(BaseException):
+    """An exception the analysed code raises and one of its own ``except`` clauses catches
+    (a BaseException so that memlint's ``except Exception`` guards let it through)."""
+
+    def __init__(self, error: str):
+        super().__init__(error)
+        self.error = error
+
+
+# What each exception name catches of the lookups the interpreter knows fail.
+_CATCHES = {"KeyError": {"KeyError"}, "IndexError": {"IndexError"},
+            "LookupError": {"KeyError", "IndexError"},
+            "Exception": {"KeyError", "IndexError"}, "BaseException": {"KeyError", "IndexError"}}
+
+
+def _caught_names(handler: cst.ExceptHandler) -> Optional[set]:
+    """The exception names an ``except`` clause lists (None: a bare ``except:``)."""
+    if handler.type is None:
+        return None
+    items = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    out = set()
+    for item in items:
+        node = item.value if isinstance(item, cst.Element) else item
+        out.add(_dotted(node).rsplit(".", 1)[-1])
+    return out
+
+
+def _catches(names: Optional[set], error: str) -> bool:
+    return names is None or any(error in _CATCHES.get(name, ()) for name in names)
 
 
 class BudgetExceeded(Exception):
@@ -67,6 +98,7 @@ class Interpreter(ExpressionEvaluator):
         self.outer: tuple = ()  # enclosing function scopes, innermost first
         self.global_names: set = set()  # names declared ``global`` in the current function
         self.depth = 0  # nesting of inlined calls
+        self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0
 
     # ------------------------------------------------------------------ helpers
@@ -158,11 +190,7 @@ class Interpreter(ExpressionEvaluator):
                     self.assign(item.asname.name, value)
             self.exec_block(stmt.body.body)
         elif isinstance(stmt, cst.Try):
-            self.exec_block(stmt.body.body)
-            if stmt.orelse is not None:
-                self.exec_block(stmt.orelse.body.body)
-            if stmt.finalbody is not None:
-                self.exec_block(stmt.finalbody.body.body)
+            self.exec_try(stmt)
         elif isinstance(stmt, cst.While):
             self.exec_while(stmt)
         elif isinstance(stmt, cst.FunctionDef):
@@ -330,6 +358,39 @@ class Interpreter(ExpressionEvaluator):
             del state.star_imports[marks[3]:]
             del state.unresolved[marks[4]:]
             state._seen_notes = marks[5]
+
+    def exec_try(self, stmt: cst.Try) -> None:
+        """``try``: the body runs; a lookup in it that Python would fail (a missing dict key,
+        an index out of range) and that this statement's handlers catch runs the handler
+        instead, as in Python.  Other handlers never run."""
+        self.try_handlers.append([_caught_names(h) for h in stmt.handlers])
+        raised = None
+        try:
+            self.exec_block(stmt.body.body)
+        except RaisedInCode as exc:
+            raised = exc
+        finally:
+            self.try_handlers.pop()
+        try:
+            if raised is not None:
+                handler = next(h for h in stmt.handlers
+                               if _catches(_caught_names(h), raised.error))
+                if handler.name is not None:
+                    self.assign(handler.name.name, Unknown(f"the {raised.error} caught here"))
+                self.exec_block(handler.body.body)
+                if handler.name is not None and isinstance(handler.name.name, cst.Name):
+                    self.scope.pop(handler.name.name.value, None)  # Python unbinds it
+            elif stmt.orelse is not None:
+                self.exec_block(stmt.orelse.body.body)
+        finally:
+            if stmt.finalbody is not None:
+                self.exec_block(stmt.finalbody.body.body)
+
+    def lookup_failed(self, error: str) -> None:
+        """A subscript Python would fail with ``error``: raise it into the innermost ``try``
+        when that one catches it (otherwise the caller goes on with an unknown value)."""
+        if self.try_handlers and any(_catches(names, error) for names in self.try_handlers[-1]):
+            raise RaisedInCode(error)
 
     def exec_for(self, stmt: cst.For) -> None:
         iterable = self.eval(stmt.iter)
