@@ -197,3 +197,29 @@ def test_nested_model_inner_activations_are_counted_for_training():
     batch = graph.setup.batch_size
     # kept: inner Dense(16) + nested output (4) + Dense(1), float32
     assert b.category("activations") == batch * (16 + 4 + 1) * 4
+
+
+def test_a_factory_backbone_used_as_a_layer_is_part_of_the_model():
+    got = analyze_source(
+        "import keras\nfrom keras import layers\n"
+        "def make_backbone():\n"
+        "    inputs = keras.Input(shape=(8,))\n"
+        "    return keras.Model(inputs, layers.Dense(4)(inputs), name='backbone')\n"
+        "def build():\n"
+        "    backbone = make_backbone()\n"
+        "    inputs = keras.Input(shape=(8,))\n"
+        "    return keras.Model(inputs, layers.Dense(2)(backbone(inputs)))\n"
+        "model = build()\n", "f.py").models
+    assert [g.variable for g in got] == ["model"]
+    assert got[0].params == 36 + 10
+
+
+def test_an_inputless_sequential_inside_a_sequential_is_built_on_its_input():
+    got = {g.variable: g for g in analyze_source(
+        "import keras\nfrom keras import layers\n"
+        "inner = keras.Sequential([layers.Dense(4)], name='inner')\n"
+        "outer = keras.Sequential([keras.Input(shape=(8,)), inner, layers.Dense(2)])\n",
+        "f.py").models}
+    assert got["inner"].layers[0].output_shape == (None, 4)
+    assert got["inner"].params == 36
+    assert [(l.name, l.params) for l in got["outer"].layers] == [("inner", 36), ("dense_1", 10)]

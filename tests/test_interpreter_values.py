@@ -86,6 +86,10 @@ PURE_SNIPPETS = {
     "isinstance_on_plain_values": (
         "v = 7\nr = (v // 2 if isinstance(v, int) else v, isinstance((1,), (list, tuple)),"
         " isinstance('x', int), isinstance(True, int), isinstance(2.0, (int, float)))\n"),
+    "one_line_bodies": (
+        "r = []\nfor i in range(3): r.append(i)\nif r: n = len(r); m = 2\n"
+        "while n > 0: n -= 1\ntry: q = {}['a']\nexcept KeyError: q = 5\n"
+        "def f(x): return x * 2\nz = f(4)\n"),
     "fstring_names": "i = 3\nr = (f'block{i}_conv', f'stage{i:02d}', f'{2.5:.1f}')\n",
     "percent_and_format_names": (
         "r = ('conv%d_%s' % (2, 'a'), 'dense_%d' % 5, '{}_{:03d}'.format('up', 7),"

@@ -177,6 +177,11 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
             # a model made inside a Layer / Model subclass of the file, or a Model subclass
             # made inline as a layer of another model: a part of that model, not reported
             continue
+        if model.as_layer is not None and not getattr(model, "variable_is_global", False):
+            # made inside a function and used there as a layer of another model (a backbone
+            # from a factory): part of that model, as for Keras; a module-level name for it
+            # would make it a model of its own
+            continue
         graph = to_graph(state, model, input_override=input_shape)
         fixed = None
         if graph.input_shapes:

@@ -179,6 +179,8 @@ class Interpreter(ExpressionEvaluator):
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.exec_small(small)
+        elif isinstance(stmt, cst.BaseSmallStatement):  # a one-line body: ``for x in y: f(x)``
+            self.exec_small(stmt)
         elif isinstance(stmt, cst.For):
             self.exec_for(stmt)
         elif isinstance(stmt, cst.If):

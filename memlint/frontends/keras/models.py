@@ -13,7 +13,8 @@ from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, Mo
                                             OpaqueLayer, SequentialModel, Tensor, TensorOp,
                                             Unknown, is_unknown)
 from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, model_layers,
-                                            nested_output)
+                                            nested_output, sequential_input,
+                                            sequential_step)
 from memlint.ir import Location, as_shape_list
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
 
@@ -582,6 +583,26 @@ def _sequential_build(state, model: SequentialModel) -> None:
             if shape is not None and not isinstance(shape, list):
                 model.input_shape = shape
                 model.input_source = f"input of model '{first.name}'"
+    _build_nested_sequentials(state, model)
     state.unique_name("functional")
     model.built = True
+
+
+def _build_nested_sequentials(state, model: SequentialModel) -> None:
+    """Building a Sequential calls its layers: a Sequential inside it that has no input
+    shape of its own is built on the shape that reaches it, as Keras does."""
+    shape = sequential_input(model, None)[0]
+    for layer in model.layers:
+        if shape is None:
+            return
+        inner = layer.model if isinstance(layer, ModelLayer) else None
+        if isinstance(inner, SequentialModel) and inner is not model and not inner.built \
+                and inner.input_shape is None and not isinstance(shape, list):
+            inner.input_shape = shape
+            inner.input_source = f"its place in Sequential '{model.name}'"
+            _sequential_build(state, inner)
+        try:
+            shape = sequential_step(layer, shape)
+        except Exception:  # noqa: BLE001 - the graph reports it; nothing more to build here
+            return
 

@@ -42,16 +42,7 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
     if isinstance(model, SequentialModel):
         shape = shapes
         for layer in model.layers:
-            if isinstance(layer, ModelLayer):
-                shape = nested_output(layer.model, shape, depth + 1)
-            elif isinstance(layer, LayerRef):
-                shape, _ = registry.call(layer.instance, shape)
-            elif getattr(layer, "obj", None) is not None and layer.calls:  # ClassLayer
-                shape = layer.calls[0].output_shape
-                if shape is None:
-                    raise UnresolvedArgument("layers", f"layer '{layer.name}' is not known")
-            else:
-                raise UnresolvedArgument("layers", f"layer '{layer.name}' is not modelled")
+            shape = sequential_step(layer, shape, depth)
         return shape
     declared = model_input_shapes(model)
     if declared is None:
@@ -67,6 +58,19 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
     if any(shape is None for shape in outs):
         raise UnresolvedArgument("outputs", "the model's output shape is not known statically")
     return outs if len(outs) > 1 else outs[0]
+
+
+def sequential_step(layer, shape, depth: int = 0) -> Any:
+    """The output shape of one layer of a Sequential on ``shape`` (nothing recorded)."""
+    if isinstance(layer, ModelLayer):
+        return nested_output(layer.model, shape, depth + 1)
+    if isinstance(layer, LayerRef):
+        return registry.call(layer.instance, shape)[0]
+    if getattr(layer, "obj", None) is not None and layer.calls:  # ClassLayer
+        if layer.calls[0].output_shape is None:
+            raise UnresolvedArgument("layers", f"layer '{layer.name}' is not known")
+        return layer.calls[0].output_shape
+    raise UnresolvedArgument("layers", f"layer '{layer.name}' is not modelled")
 
 
 def nested_activation_shapes(model, shapes, depth: int = 0) -> list:
