@@ -53,7 +53,7 @@ def budget_for(settings: Settings) -> Optional[Budget]:
 def apply_overrides(graph, settings: Settings) -> None:
     """Command-line/config values replace what the code said, noting the source."""
     setup = graph.setup
-    if settings.batch_size is not None:
+    if settings.batch_size is not None and not setup.batch_source.startswith("fixed by the graph"):
         setup.batch_size = settings.batch_size
         setup.batch_source = "configured batch size (--batch-size or config)"
     if settings.mode is not None:
@@ -64,7 +64,10 @@ def apply_overrides(graph, settings: Settings) -> None:
 
 
 def analyze_file(path: str, settings: Settings) -> FileReport:
-    """Analyse one Keras source file; raises :class:`AnalysisError` if it cannot be read."""
+    """Analyse one Keras source file or ONNX model; raises :class:`AnalysisError` if it
+    cannot be read."""
+    if str(path).lower().endswith(".onnx"):
+        return analyze_onnx_file(path, settings)
     try:
         source = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -78,6 +81,26 @@ def analyze_file(path: str, settings: Settings) -> FileReport:
     return analyze_text(source, path, settings)
 
 
+def analyze_onnx_file(path: str, settings: Settings) -> FileReport:
+    """Analyse an exported ONNX graph (inference unless ``--mode train``); the onnx package
+    is imported only here."""
+    if not Path(path).is_file():
+        raise AnalysisError(f"{path}: no such file" if not Path(path).exists()
+                            else f"{path}: is a directory")
+    try:
+        from memlint.frontends.onnx import OnnxLoadError, analyze_onnx
+    except ImportError as exc:  # pragma: no cover - onnx is a dependency
+        raise AnalysisError(f"{path}: the onnx package is needed for .onnx files ({exc})") \
+            from None
+    try:
+        result = analyze_onnx(path, batch_size=settings.batch_size, dims=settings.dims)
+    except OnnxLoadError as exc:
+        raise AnalysisError(f"{path}: {exc}") from None
+    report = FileReport(path=path, settings=settings, budget=budget_for(settings))
+    return _finish(report, result.models, list(result.diagnostics), module=None,
+                   positions=None, source="")
+
+
 def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     """Analyse Keras source text as if it were the file ``path``."""
     budget = budget_for(settings)
@@ -88,8 +111,15 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     report = FileReport(path=path, settings=settings, budget=budget,
                         definitions=result.definitions, entries=result.entries,
                         internal_errors=list(result.internal_errors))
-    diagnostics = list(result.diagnostics)
-    for graph in result.models:
+    return _finish(report, result.models, list(result.diagnostics), module=result.module,
+                   positions=result.positions, source=source)
+
+
+def _finish(report: FileReport, models: list, diagnostics: list, module, positions,
+            source: str) -> FileReport:
+    """Overrides, memory estimate, rules and suppressions for the models of one file."""
+    settings, path, budget = report.settings, report.path, report.budget
+    for graph in models:
         apply_overrides(graph, settings)
         if not is_known(graph.setup.optimizer.name):
             diagnostics.append(Diagnostic(
@@ -103,7 +133,7 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
         if not settings.enabled(code):
             continue
         ctx = RuleContext(path=path, models=report.models, breakdowns=report.breakdowns,
-                          budget=budget, module=result.module, positions=result.positions,
+                          budget=budget, module=module, positions=positions,
                           source=source,
                           options=settings.rule_options(code, default_options(code)))
         diagnostics.extend(rule.check(ctx))

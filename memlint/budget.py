@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from memlint.catalog import load_yaml
-from memlint.units import parse_size
+from memlint.units import format_bytes, parse_size
 
 _CATALOG = Path(__file__).resolve().parent / "data" / "gpus.yaml"
 
@@ -107,5 +107,11 @@ def resolve_budget(spec: str, *, cuda_context: Optional[int] = None,
         device = f"GPU with {spec}"
         capability = None
     framework = reserve if reserve is not None else tensorflow_reserve(total - context, capability)
-    return Budget(label=spec, device=device, total=total, cuda_context=context,
-                  framework_reserve=framework)
+    budget = Budget(label=spec, device=device, total=total, cuda_context=context,
+                    framework_reserve=framework)
+    if budget.usable <= 0:
+        raise ValueError(
+            f"--gpu {spec!r} leaves no usable memory: the CUDA context "
+            f"({format_bytes(context)}) and the framework reserve ({format_bytes(framework)}) "
+            "take all of it (set --cuda-context / --reserve if yours are smaller)")
+    return budget

@@ -14,7 +14,7 @@ from pathlib import Path
 from memlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".onnx")
 
 
 class UsageError(Exception):
@@ -23,13 +23,17 @@ class UsageError(Exception):
 
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="Keras model files or folders (searched for *.py)")
+                        help="Keras model files, ONNX files, or folders (searched for *.py "
+                             "and *.onnx)")
     parser.add_argument("--gpu", help="GPU memory budget: a size (2GiB, 1536MiB, 8GB) or a "
                                       "GPU name (t4, rtx-3090, a100-80gb; see memlint gpus)")
     parser.add_argument("--batch-size", type=int, help="override the batch size found in code")
     parser.add_argument("--input-shape", help="model input shape without the batch dimension, "
                                               "e.g. 224,224,3")
     parser.add_argument("--mode", choices=("train", "infer"), help="training or inference")
+    parser.add_argument("--dim", action="append", metavar="NAME=SIZE",
+                        help="size of a symbolic ONNX dimension, e.g. --dim seq=128 "
+                             "(repeatable; the batch comes from --batch-size)")
     parser.add_argument("--entry", metavar="NAME",
                         help="analyse the model this function or class of the file builds, "
                              "called with its defaults or literal arguments: "
@@ -84,6 +88,7 @@ def _cli_settings(args) -> dict:
         "mode": args.mode, "optimizer": args.optimizer, "cuda_context": args.cuda_context,
         "reserve": args.reserve, "select": codes(args.select), "ignore": codes(args.ignore),
         "fail_on": getattr(args, "fail_on", None), "entry": getattr(args, "entry", None),
+        "dims": args.dim,
     }
 
 

@@ -2,9 +2,10 @@
 (the nearest one found walking up from each checked file), then command-line flags.
 
 Keys (kebab-case in files): ``gpu``, ``batch-size``, ``input-shape``, ``mode``, ``optimizer``,
-``select``, ``ignore``, ``fail-on``, ``cuda-context``, ``reserve``, ``rules`` (per-rule
-options, e.g. ``rules.MEM002.activation-share``) and ``per-file-overrides`` (glob, relative to
-the config file's folder -> any of the keys above).
+``select``, ``ignore``, ``fail-on``, ``cuda-context``, ``reserve``, ``entry``, ``dims`` (ONNX
+symbolic dimension sizes, merged with ``--dim``), ``rules`` (per-rule options, e.g.
+``rules.MEM002.activation-share``) and ``per-file-overrides`` (glob, relative to the config
+file's folder -> any of the keys above).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Settings:
     reserve: Optional[str] = None
     rules: dict = field(default_factory=dict)  # {"MEM002": {"activation-share": 0.3}}
     entry: Optional[str] = None  # NAME or NAME(literal args): the function/class to analyse
+    dims: dict = field(default_factory=dict)  # ONNX symbolic dimension -> size ({"seq": 128})
     source: str = "defaults"  # the config file these came from
 
     def enabled(self, code: str) -> bool:
@@ -76,6 +78,32 @@ def parse_shape(value: Any, where: str) -> tuple:
             v is None or (isinstance(v, int) and v > 0) for v in value):
         raise ConfigError(f"{where}: input shape must be positive ints, e.g. 16,16,1")
     return tuple(value)
+
+
+def parse_dims(value: Any, where: str) -> dict:
+    """ONNX dimension sizes: ``{"seq": 128}``, ``["seq=128", "N=8"]`` or ``"seq=128,N=8"``."""
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        pairs = {}
+        for item in value:
+            name, sep, size = str(item).partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(f"{where}: a dimension is NAME=SIZE, got {item!r}")
+            pairs[name.strip()] = size.strip()
+        value = pairs
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: dims must map dimension names to sizes")
+    out = {}
+    for name, size in value.items():
+        try:
+            size = int(size)
+        except (TypeError, ValueError):
+            size = 0
+        if size <= 0 or isinstance(size, bool):
+            raise ConfigError(f"{where}: dimension {name!r} must be a positive int")
+        out[str(name)] = size
+    return out
 
 
 def _coerce(key: str, value: Any, where: str) -> Any:
@@ -108,6 +136,8 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             parse_entry(value)
         except EntryError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+    elif key == "dims":
+        value = parse_dims(value, where)
     elif key in ("gpu", "optimizer", "cuda_context", "reserve"):
         value = str(value)
     return value
@@ -124,6 +154,8 @@ def settings_from_table(table: dict, where: str, base: Settings = Settings()) ->
             raise ConfigError(f"{where}: unknown setting {raw_key!r} "
                               f"(known: {', '.join(sorted(_KEYS))}, per-file-overrides)")
         changes[key] = _coerce(key, value, f"{where}: {raw_key}")
+    if "dims" in changes:
+        changes["dims"] = {**base.dims, **changes["dims"]}
     if "rules" in changes:
         merged = {code: dict(opts) for code, opts in base.rules.items()}
         for code, opts in changes["rules"].items():

@@ -28,6 +28,14 @@ class Diagnostic:
     end_column: Optional[int] = None
     model: Optional[str] = None  # the model it concerns, if any
     data: dict = field(default_factory=dict)  # machine-readable figures behind the message
+    node: Optional[str] = None  # the graph node it concerns, for files without source lines
+
+    @property
+    def where(self) -> str:
+        """``path:line:column``, or ``path: node NAME`` for a graph node."""
+        if self.node is not None:
+            return f"{self.path}: node {self.node}"
+        return f"{self.path}:{self.line}:{self.column}"
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code)
@@ -43,4 +51,5 @@ class Diagnostic:
             "column": self.column,
             "end_line": self.end_line if self.end_line is not None else self.line,
             "end_column": self.end_column if self.end_column is not None else self.column,
+            **({"node": self.node} if self.node is not None else {}),
         }

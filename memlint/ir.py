@@ -26,8 +26,11 @@ class Location:
     column: int = 1
     end_line: Optional[int] = None
     end_column: Optional[int] = None
+    node: Optional[str] = None  # a node of a graph file (ONNX), which has no source lines
 
     def __str__(self) -> str:
+        if self.node is not None:
+            return f"{self.path}: node {self.node}"
         return f"{self.path}:{self.line}:{self.column}"
 
 

@@ -52,7 +52,7 @@ class Rule:
             code=self.code, name=self.info["name"],
             severity=severity or self.info["severity"], message=message, path=ctx.path,
             line=max(loc.line, 1), column=max(loc.column, 1), end_line=loc.end_line,
-            end_column=loc.end_column, model=model, data=data or {})
+            end_column=loc.end_column, model=model, data=data or {}, node=loc.node)
 
 
 RULES: dict[str, Rule] = {}

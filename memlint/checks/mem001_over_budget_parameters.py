@@ -15,7 +15,7 @@ from memlint.diagnostics import Diagnostic
 from memlint.memory.dtypes import precision
 from memlint.memory.optimizers import slots_per_variable
 from memlint.units import format_bytes
-from memlint.checks.wording import line_range, percent
+from memlint.checks.wording import percent, source_span
 
 # A layer under this share of the model's parameters that keeps its input shape
 # (BatchNormalization, Activation, Dropout) does not break a run of layers of one type.
@@ -163,7 +163,8 @@ def _fixes(graph, breakdown, groups, state, limit, train, goal) -> list:
 
 
 def _line(layer) -> str:
-    return f" (line {layer.location.line})" if layer.location else ""
+    span = source_span(layer.location)
+    return f" ({span})" if span else ""
 
 
 
@@ -196,10 +197,10 @@ class LayerGroup:
         first, last = self.layers[0], self.layers[-1]
         if len(self.layers) == 1:
             return f"{self.type} layer '{first.name}'{_line(first)}"
-        lines = ""
-        if first.location and last.location:
-            lines = f" ({line_range(first.location.line, last.location.line)})"
-        return f"{len(self.layers)} {self.type} layers {first.name}..{last.name}{lines}"
+        span = source_span(first.location, last.location)
+        lines = f" ({span})" if span else ""
+        kind = "nodes" if first.location and first.location.node else "layers"
+        return f"{len(self.layers)} {self.type} {kind} {first.name}..{last.name}{lines}"
 
 
 def layer_groups(graph) -> list:

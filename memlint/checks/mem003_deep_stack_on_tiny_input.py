@@ -25,7 +25,7 @@ from typing import Iterable, Optional
 from memlint.checks.base import Rule, RuleContext, register
 from memlint.diagnostics import Diagnostic
 from memlint.layers.base import spatial_axes
-from memlint.checks.wording import line_range, percent
+from memlint.checks.wording import percent, source_span
 
 
 @register
@@ -227,13 +227,12 @@ def _who(run) -> str:
     types = _unique(layer.type for layer in layers)
     type_text = "/".join(types)
     first, last = layers[0], layers[-1]
+    span = source_span(first.location, last.location)
     if len(layers) == 1:
-        where = f" (line {first.location.line})" if first.location else ""
-        return f"{type_text} '{first.name}'{where}"
-    where = ""
-    if first.location and last.location:
-        where = f", {line_range(first.location.line, last.location.line)}"
-    return f"{len(layers)} {type_text} layers ({first.name}..{last.name}{where})"
+        return f"{type_text} '{first.name}'" + (f" ({span})" if span else "")
+    kind = "nodes" if first.location and first.location.node else "layers"
+    return f"{len(layers)} {type_text} {kind} ({first.name}..{last.name}" + \
+        (f", {span})" if span else ")")
 
 
 def _unique(items) -> list:

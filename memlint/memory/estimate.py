@@ -18,8 +18,11 @@ from memlint.ir import ModelGraph, TrainingSetup, as_shape_list, shape_size
 from memlint.memory.dtypes import precision
 from memlint.memory.optimizers import optimizer_elements, slots_per_variable
 
-# Layers whose output is a view of their input (no new buffer is kept).
-VIEW_LAYERS = frozenset({"InputLayer", "Flatten", "Reshape"})
+# Layers whose output is a view of their input (no new buffer is kept); "Input" and the
+# ONNX op types are the ONNX frontend's graph inputs and view operators.
+VIEW_LAYERS = frozenset({"InputLayer", "Flatten", "Reshape", "Input", "Squeeze", "Unsqueeze",
+                         "Identity"})
+INPUT_TYPES = frozenset({"InputLayer", "Input"})
 
 # The five summary categories of the JSON ``memory`` object (plus ``peak``).
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "other")
@@ -65,12 +68,34 @@ def _tensor_bytes(shape, batch_size: int, element_bytes: int) -> Optional[int]:
     return None if n is None else n * element_bytes
 
 
+def output_bytes(layer, out, batch_size: int, element_bytes: int) -> list:
+    """Bytes of each tensor of one call's output ``out`` (None where unknown).  A layer from
+    an ONNX graph gives each output's bytes per element (``output_itemsizes``) and, for a
+    leading dimension that is k times the batch, ``batch_factors``; outputs that are
+    parameters or shape-only constants take no activation memory (0)."""
+    config = layer.config
+    itemsizes = config.get("output_itemsizes") or []
+    factors = config.get("batch_factors") or []
+    names = config.get("outputs") or []
+    skip = set(config.get("parameter_outputs", [])) | set(config.get("shape_only_outputs", []))
+    sizes = []
+    for i, shape in enumerate(as_shape_list(out)):
+        if i < len(names) and names[i] in skip:
+            sizes.append(0)
+            continue
+        count = shape_size(shape, batch_size)
+        if count is not None and shape and shape[0] is None and i < len(factors):
+            count *= factors[i] or 1
+        size = itemsizes[i] if i < len(itemsizes) and itemsizes[i] else element_bytes
+        sizes.append(None if count is None else count * size)
+    return sizes
+
+
 def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Optional[int]:
     """Bytes of all outputs of all calls of ``layer`` at ``batch_size``; None if unknown."""
     total = 0
     for out in layer.output_shapes:
-        for shape in as_shape_list(out):
-            size = _tensor_bytes(shape, batch_size, element_bytes)
+        for size in output_bytes(layer, out, batch_size, element_bytes):
             if size is None:
                 return None
             total += size
@@ -85,6 +110,10 @@ def inner_activation_bytes(layer, batch_size: int, element_bytes: int) -> int:
 
 
 def _input_bytes(graph: ModelGraph, batch_size: int, element_bytes: int) -> int:
+    inputs = [layer for layer in graph.layers if layer.type == "Input"]  # ONNX: own dtypes
+    if inputs:
+        return sum(layer_activation_bytes(layer, batch_size, element_bytes) or 0
+                   for layer in inputs)
     total = 0
     for shape in graph.input_shapes:
         total += _tensor_bytes(shape, batch_size, element_bytes) or 0
@@ -97,7 +126,7 @@ def _activations(graph: ModelGraph, batch_size: int, element_bytes: int, breakdo
     for layer in graph.layers:
         size = layer_activation_bytes(layer, batch_size, element_bytes)
         if size is None:
-            if layer.type != "InputLayer":
+            if layer.type not in INPUT_TYPES:
                 breakdown.unknown_activations.append(layer.name)
             continue
         if largest is None or size > largest[1]:
@@ -119,7 +148,7 @@ def _inference_live_peak(graph: ModelGraph, batch_size: int, element_bytes: int)
     peak = 0
     for index, layer in enumerate(graph.layers):
         size = layer_activation_bytes(layer, batch_size, element_bytes) or 0
-        if layer.type in VIEW_LAYERS and layer.type != "InputLayer" and layer.inbound:
+        if layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and layer.inbound:
             size = 0
         live[layer.name] = size
         peak = max(peak, sum(live.values()))
@@ -171,6 +200,14 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None) -> Memory
         parts.append(Part("backward transient", "other", transient,
                           "gradient of the largest activation, alive during the backward pass"))
         result.fixed_bytes = weight_bytes + grad_bytes + opt_bytes
+    elif graph.kind == "ONNX":
+        from memlint.frontends.onnx.liveness import inference_peak
+        live, node, _ = inference_peak(graph, batch)
+        parts.append(Part("live tensors", "activations", live,
+                          "largest set of tensors alive at once in the graph's execution order"
+                          f" (at node '{node}', graph inputs included), each freed after its "
+                          "last use; elementwise nodes reuse a dying input's buffer"))
+        result.fixed_bytes = weight_bytes
     else:
         live = _inference_live_peak(graph, batch, prec.compute_bytes)
         parts.append(Part("live activations", "activations", live,

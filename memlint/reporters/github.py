@@ -23,7 +23,11 @@ def escape_property(text: str) -> str:
 
 def annotation(diag) -> str:
     """One workflow command for a diagnostic."""
-    props = [f"file={escape_property(diag.path)}", f"line={max(diag.line, 1)}"]
+    props = [f"file={escape_property(diag.path)}"]
+    if diag.node is not None:  # a graph file: the annotation is on the file, titled by node
+        props.append(f"title={escape_property(f'{diag.code} {diag.name} (node {diag.node})')}")
+        return f"::{_LEVEL[diag.severity]} {','.join(props)}::{escape_data(diag.message)}"
+    props.append(f"line={max(diag.line, 1)}")
     end_line = diag.end_line or diag.line
     if end_line != diag.line:
         props.append(f"endLine={end_line}")

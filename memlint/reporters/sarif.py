@@ -44,18 +44,25 @@ def document(reports: list) -> dict:
     results = []
     for report in reports:
         for d in report.diagnostics:
-            region = {"startLine": max(d.line, 1), "startColumn": max(d.column, 1)}
-            if d.end_line:
-                region["endLine"] = d.end_line
-            if d.end_column and (d.end_line in (None, d.line)):
-                region["endColumn"] = d.end_column
+            physical = {"artifactLocation": {"uri": _uri(d.path)}}
+            location = {"physicalLocation": physical}
+            if d.node is not None:  # a graph file: the node is the place, there are no lines
+                location["logicalLocations"] = [{"name": d.node, "kind": "function",
+                                                 "fullyQualifiedName": f"{d.model}/{d.node}"
+                                                 if d.model else d.node}]
+            else:
+                region = {"startLine": max(d.line, 1), "startColumn": max(d.column, 1)}
+                if d.end_line:
+                    region["endLine"] = d.end_line
+                if d.end_column and (d.end_line in (None, d.line)):
+                    region["endColumn"] = d.end_column
+                physical["region"] = region
             results.append({
                 "ruleId": d.code,
                 "ruleIndex": index.get(d.code, 0),
                 "level": _LEVEL[d.severity],
                 "message": {"text": d.message},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": _uri(d.path)}, "region": region}}],
+                "locations": [location],
                 "partialFingerprints": {"memlintFingerprint/v1": _fingerprint(d)},
             })
     return {

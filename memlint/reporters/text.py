@@ -13,10 +13,12 @@ from memlint.units import format_bytes
 
 
 def diagnostic_line(diag) -> str:
-    return f"{diag.path}:{diag.line}:{diag.column}: {diag.code} {diag.message}"
+    return f"{diag.where}: {diag.code} {diag.message}"
 
 
-def summary_line(diagnostics: list, files: int) -> str:
+def summary_line(diagnostics: list, files: int, failed: int = 0) -> str:
+    if not diagnostics and failed and not files:
+        return f"No file checked ({failed} could not be analysed; see the errors below)."
     if not diagnostics:
         return f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
     counts = Counter(d.severity for d in diagnostics)
@@ -37,7 +39,7 @@ def render_check(reports: list, errors: list, options) -> str:
     lines = [diagnostic_line(d) for d in diagnostics]
     if options.statistics and diagnostics:
         lines += ["", *statistics(diagnostics)]
-    lines.append(summary_line(diagnostics, len(reports)))
+    lines.append(summary_line(diagnostics, len(reports), len(errors)))
     if reports and all(r.budget is None for r in reports) and any(r.models for r in reports):
         lines.append("No GPU budget set (--gpu or `gpu` in config): budget rules MEM001 and "
                      "MEM002 were skipped.")
@@ -64,19 +66,20 @@ def model_report(graph, breakdown, budget) -> list:
     compute_bytes = precision(setup.dtype_policy).compute_bytes
     where = f"{graph.location.path}:{graph.location.line}" if graph.location else "?"
     lines = [f"Model '{graph.name}' ({graph.kind}) at {where}"]
+    onnx = graph.kind == "ONNX"  # one row per node; no source lines
     rows = []
     for layer in graph.layers:
         act = layer_activation_bytes(layer, breakdown.batch_size, compute_bytes)
         shape = format_shape(layer.output_shape) if layer.output_shape is not None else "?"
-        rows.append((f"{layer.name} ({layer.type})", shape,
-                     f"{layer.params:,}" if layer.unresolved is None else "?",
-                     format_bytes(act) if layer.output_shape is not None else "?",
-                     layer.location.line if layer.location else ""))
-    lines += _table(rows, ("Layer (type)", "Output Shape", "Param #",
-                           f"Act. @{breakdown.batch_size}", "Line"), right={2, 3, 4})
-    weight_bytes = precision(setup.dtype_policy).variable_bytes
+        row = (f"{layer.name} ({layer.type})", shape,
+               f"{layer.params:,}" if layer.unresolved is None else "?",
+               format_bytes(act) if layer.output_shape is not None else "?")
+        rows.append(row if onnx else row + (layer.location.line if layer.location else "",))
+    header = ("Node (op type)" if onnx else "Layer (type)", "Output Shape", "Param #",
+              f"Act. @{breakdown.batch_size}") + (() if onnx else ("Line",))
+    lines += _table(rows, header, right={2, 3, 4})
     lines += [
-        f"Total params: {graph.params:,} ({format_bytes(graph.params * weight_bytes)})",
+        f"Total params: {graph.params:,} ({format_bytes(breakdown.category('weights'))})",
         f"Trainable params: {graph.trainable_params:,}",
         f"Non-trainable params: {graph.non_trainable_params:,}",
         "",
@@ -93,10 +96,11 @@ def model_report(graph, breakdown, budget) -> list:
         "Assumptions:",
         f"  mode:         {setup.mode} ({setup.mode_source})",
         f"  batch size:   {breakdown.batch_size} ({setup.batch_source})",
-        f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
-        f"({setup.optimizer.source})",
-        f"  dtype policy: {setup.dtype_policy} ({setup.dtype_source})",
     ]
+    if setup.mode == "train":
+        lines.append(f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
+                     f"({setup.optimizer.source})")
+    lines.append(f"  dtype policy: {setup.dtype_policy} ({setup.dtype_source})")
     if budget is None:
         lines.append("  GPU:          none configured (use --gpu 8GiB or a name such as t4)")
     else:
