@@ -1,8 +1,9 @@
 """Preprocessing layers that can sit inside a model.
 
-Rescaling, Normalization, the image layers (Resizing, CenterCrop, the Random* augmentations)
-and the categorical encoders (CategoryEncoding, Discretization).  Only Normalization has
-weights (non-trainable statistics).
+Rescaling, Normalization, the image layers (Resizing, CenterCrop, the Random* augmentations),
+the categorical encoders (CategoryEncoding, Discretization), and the lookup and hashing
+layers (StringLookup, IntegerLookup, TextVectorization, Hashing, HashedCrossing).  Only
+Normalization has weights (non-trainable statistics).
 
 Keras 3 computes the image layers' output shapes without checking the rank much: Resizing
 and CenterCrop treat any input that is not rank 4 as one unbatched image (so the first
@@ -17,6 +18,7 @@ from memlint.layers.base import (
     Args,
     LayerError,
     LayerKind,
+    Unknown,
     UnresolvedArgument,
     data_format,
     register,
@@ -439,3 +441,436 @@ class Discretization(LayerKind):
         return (depth,)
 
 
+
+
+# ---------------------------------------------------------------- lookup and hashing layers
+#
+# StringLookup, IntegerLookup and TextVectorization share Keras's IndexLookup
+# (keras/src/layers/preprocessing/index_lookup.py).  None of them has weights that Keras
+# counts: the lookup table is a TF resource, and even the tf_idf ``idf_weights`` are a raw
+# ``tf.Variable`` that the layer does not track.  Output shapes:
+#
+# * ``int``: the input shape (TextVectorization: ``(batch, output_sequence_length)``);
+# * ``one_hot``: the last axis replaced by ``depth`` when it is 1 (and not the only one),
+#   else ``depth`` appended;
+# * ``multi_hot`` / ``count`` / ``tf_idf``: the last axis replaced by ``depth`` (a rank-1
+#   input therefore loses its batch axis: ``(depth,)``).
+#
+# ``depth`` is ``max_tokens`` with ``pad_to_max_tokens=True``, else the vocabulary size:
+# ``num_oov_indices`` + the tokens (the mask token takes an index in ``int`` mode only).
+
+_LOOKUP_MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
+_MODE_ALIASES = {"binary": "multi_hot", "tf-idf": "tf_idf"}
+_ADAPT_HINT = ("the vocabulary comes from adapt() at run time, so the width of the encoded "
+               "output is unknown; pass a literal vocabulary=[...] or max_tokens=N with "
+               "pad_to_max_tokens=True")
+
+
+def _mode(value, layer: str, allowed: tuple = _LOOKUP_MODES) -> str:
+    """``output_mode`` validated against ``allowed``; the IndexLookup layers (all five modes
+    allowed) also take the deprecated spellings ``binary`` and ``tf-idf``."""
+    if isinstance(value, str) and allowed == _LOOKUP_MODES:
+        value = _MODE_ALIASES.get(value, value)
+    if value not in allowed:
+        raise LayerError(f"{layer} output_mode must be one of {', '.join(allowed)}, "
+                         f"got {value!r}")
+    return value
+
+
+def _encoded(shape: tuple, mode: str, depth) -> tuple:
+    """IndexLookup.compute_output_shape for an encoding ``mode`` (not ``int``)."""
+    if mode == "one_hot":
+        if len(shape) > 1 and shape[-1] == 1:
+            return shape[:-1] + (depth,)
+        return shape + (depth,)
+    return shape[:-1] + (depth,)
+
+
+def _check_keywords(args: Args, layer: str, accepted: tuple, max_positional: int) -> None:
+    for key in args.keywords:
+        if key not in accepted:
+            raise LayerError(f"{layer} does not accept the argument '{key}'")
+    if len(args.positional) > max_positional:
+        raise LayerError(f"{layer} takes at most {max_positional} positional arguments")
+
+
+def _salt(salt, layer: str) -> None:
+    if salt is None or _int(salt) or isinstance(salt, bool):
+        return
+    if not (isinstance(salt, (list, tuple)) and len(salt) == 2):
+        raise LayerError(f"{layer} salt must be an int or a tuple of 2 ints, got {salt!r}")
+
+
+def _vocabulary(args: Args, pos: int):
+    """The ``vocabulary`` argument: None, a file path, a list, or Ellipsis when unknown."""
+    try:
+        return args.get("vocabulary", None, pos=pos)
+    except UnresolvedArgument:
+        return Ellipsis
+
+
+def _index_lookup(layer: str, *, tokens_type: tuple, max_tokens, num_oov, mask_token,
+                  oov_token, vocabulary, idf_weights, invert, mode, sparse, pad,
+                  frozen_size=None) -> dict:
+    """IndexLookup's checks (``__init__`` and ``set_vocabulary``); the config with ``depth``
+    (the encoded width, None in ``int`` mode)."""
+    if max_tokens is not None:
+        if not _number(max_tokens):
+            raise LayerError(f"{layer} max_tokens must be an int, got {max_tokens!r}")
+        if max_tokens <= 1:
+            raise LayerError(f"{layer} max_tokens must be greater than 1, got {max_tokens}")
+    if pad and max_tokens is None:
+        raise LayerError(f"{layer} pad_to_max_tokens=True needs max_tokens")
+    if not _int(num_oov) or num_oov < 0:
+        raise LayerError(f"{layer} num_oov_indices must be an int >= 0, got {num_oov!r}")
+    if invert and mode != "int":
+        raise LayerError(f"{layer} invert=True needs output_mode='int', got {mode!r}")
+    if sparse and mode == "int":
+        raise LayerError(f"{layer} sparse=True needs an output_mode other than 'int'")
+    if idf_weights is not None and mode != "tf_idf":
+        raise LayerError(f"{layer} idf_weights is only valid with output_mode='tf_idf'")
+    if mode == "tf_idf" and vocabulary is not None and idf_weights is None:
+        raise LayerError(f"{layer} with a vocabulary and output_mode='tf_idf' needs "
+                         "idf_weights")
+    if mask_token is not None and not isinstance(mask_token, tokens_type):
+        raise LayerError(f"{layer} mask_token {mask_token!r} does not match the vocabulary "
+                         "dtype")
+    config = {"output_mode": mode, "depth": None}
+    size = _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token,
+                            oov_token, invert, idf_weights, max_tokens)
+    if mode == "int":
+        return config
+    if pad:
+        config["depth"] = max_tokens
+    elif size is not None:
+        if frozen_size is not None and frozen_size != size:
+            raise LayerError(f"{layer} vocabulary_size={frozen_size} differs from the "
+                             f"vocabulary's size {size}")
+        config["depth"] = size
+    elif vocabulary is None and frozen_size is not None:
+        config["depth"] = frozen_size  # vocabulary_size= from a saved config
+    elif vocabulary is None and max_tokens is not None:
+        raise UnresolvedArgument("vocabulary", f"the vocabulary comes from adapt() at run "
+                                 f"time, so the encoded width is unknown; pass "
+                                 f"pad_to_max_tokens=True to make it max_tokens="
+                                 f"{max_tokens}, or a literal vocabulary=[...]")
+    elif vocabulary is None:
+        raise UnresolvedArgument("vocabulary", _ADAPT_HINT)
+    elif isinstance(vocabulary, str):
+        raise UnresolvedArgument("vocabulary", f"it is read from the file {vocabulary!r} at "
+                                 "run time; pass max_tokens=N with pad_to_max_tokens=True "
+                                 "to fix the width")
+    else:
+        raise UnresolvedArgument("vocabulary", "its length is not known statically; pass a "
+                                 "literal list, or max_tokens=N with pad_to_max_tokens=True")
+    return config
+
+
+def _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token, oov_token,
+                     invert, idf_weights, max_tokens):
+    """The vocabulary size Keras records for a literal ``vocabulary`` (None otherwise),
+    after IndexLookup.set_vocabulary's checks."""
+    if vocabulary is None or vocabulary is Ellipsis:
+        return None
+    if isinstance(vocabulary, str):
+        if mode == "tf_idf":
+            raise LayerError(f"{layer} output_mode='tf_idf' cannot load a vocabulary file")
+        return None
+    if not isinstance(vocabulary, (list, tuple)):
+        raise LayerError(f"{layer} vocabulary must be a list of tokens or a file path, "
+                         f"got {vocabulary!r}")
+    vocabulary = list(vocabulary)
+    if not vocabulary:
+        raise LayerError(f"{layer} cannot set an empty vocabulary")
+    known = [v for v in vocabulary if not isinstance(v, Unknown)]
+    for token in known:
+        if not isinstance(token, tokens_type):
+            raise LayerError(f"{layer} vocabulary holds {token!r}, not of the vocabulary "
+                             "dtype")
+    oov_start = 1 if mask_token is not None and mode == "int" else 0
+    token_start = oov_start + num_oov
+    special = [mask_token] * oov_start + [oov_token] * num_oov
+    head = vocabulary[:token_start]
+    found = len(head) == len(special) and all(
+        not isinstance(a, Unknown) and a == b for a, b in zip(head, special))
+    tokens = vocabulary[token_start:] if found else vocabulary
+    plain = [t for t in tokens if not isinstance(t, Unknown)]
+    if len(set(plain)) != len(plain):
+        raise LayerError(f"{layer} vocabulary has repeated tokens")
+    if mask_token is not None and mask_token in plain:
+        raise LayerError(f"{layer} vocabulary holds the mask token {mask_token!r} after the "
+                         "special tokens")
+    if invert and oov_token is not None and oov_token in plain:
+        raise LayerError(f"{layer} vocabulary holds the OOV token {oov_token!r} after the "
+                         "special tokens")
+    size = token_start + len(tokens)
+    if max_tokens is not None and size > max_tokens:
+        raise LayerError(f"{layer} vocabulary size {size} exceeds max_tokens={max_tokens}")
+    if mode == "tf_idf" and isinstance(idf_weights, (list, tuple)):
+        if len(idf_weights) != len(vocabulary):
+            raise LayerError(f"{layer} idf_weights has {len(idf_weights)} entries for a "
+                             f"vocabulary of {len(vocabulary)}")
+        if any(isinstance(w, (list, tuple)) for w in idf_weights):
+            raise LayerError(f"{layer} idf_weights must be one-dimensional")
+    # in the encoding modes the mask takes no index
+    return num_oov + len(tokens) if mode != "int" else size
+
+
+_INDEX_LOOKUP_EXTRA = ("trainable", "dtype", "vocabulary_size", "has_input_vocabulary")
+
+
+class _Lookup(LayerKind):
+    """StringLookup and IntegerLookup: no weights; the shape follows ``output_mode``."""
+
+    family = "preprocessing"
+    _POSITIONS: dict = {}
+    _TOKENS: tuple = ()
+    _OOV_TOKEN = None
+
+    def _get(self, args: Args, key: str, default):
+        return args.get(key, default, pos=self._POSITIONS.get(key))
+
+    def configure(self, args: Args) -> dict:
+        _check_keywords(args, self.name, tuple(self._POSITIONS) + _INDEX_LOOKUP_EXTRA,
+                        sum(p is not None for p in self._POSITIONS.values()))
+        mode = _mode(self._get(args, "output_mode", "int"), self.name)
+        oov_method = self._get(args, "oov_method", "floormod")
+        if oov_method not in ("floormod", "farmhash"):
+            raise LayerError(f"{self.name} oov_method must be 'floormod' or 'farmhash', "
+                             f"got {oov_method!r}")
+        self._check_salt(self._get(args, "salt", None), oov_method)
+        try:
+            idf_weights = self._get(args, "idf_weights", None)
+        except UnresolvedArgument:
+            idf_weights = Ellipsis  # an array: given, length unknown
+        try:
+            frozen = args.get("vocabulary_size", None)
+        except UnresolvedArgument:
+            frozen = None
+        return _index_lookup(
+            self.name, tokens_type=self._TOKENS,
+            max_tokens=self._get(args, "max_tokens", None),
+            num_oov=self._get(args, "num_oov_indices", 1),
+            mask_token=self._get(args, "mask_token", None),
+            oov_token=self._get(args, "oov_token", self._OOV_TOKEN),
+            vocabulary=_vocabulary(args, self._POSITIONS["vocabulary"]),
+            idf_weights=idf_weights, invert=self._get(args, "invert", False), mode=mode,
+            sparse=self._get(args, "sparse", False),
+            pad=self._get(args, "pad_to_max_tokens", False), frozen_size=frozen)
+
+    def _check_salt(self, salt, oov_method) -> None:
+        _salt(salt, self.name)
+
+    def output_shape(self, config, input_shape):
+        if config["output_mode"] == "int":
+            return input_shape
+        return _encoded(tuple(input_shape), config["output_mode"], config["depth"])
+
+
+@register
+class StringLookup(_Lookup):
+    """``StringLookup(max_tokens=None, num_oov_indices=1, mask_token=None, oov_token="[UNK]",
+    vocabulary=None, idf_weights=None, invert=False, output_mode="int", ...)``."""
+
+    name = "StringLookup"
+    _POSITIONS = {"max_tokens": 0, "num_oov_indices": 1, "mask_token": 2, "oov_token": 3,
+                  "vocabulary": 4, "idf_weights": 5, "invert": 6, "output_mode": 7,
+                  "pad_to_max_tokens": 8, "sparse": 9, "encoding": 10, "name": 11,
+                  "salt": 12, "oov_method": None}
+    _TOKENS = (str,)
+    _OOV_TOKEN = "[UNK]"
+
+
+@register
+class IntegerLookup(_Lookup):
+    """``IntegerLookup(max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=-1,
+    vocabulary=None, vocabulary_dtype="int64", idf_weights=None, invert=False,
+    output_mode="int", ...)``; ``salt`` needs ``oov_method="farmhash"``."""
+
+    name = "IntegerLookup"
+    _POSITIONS = {"max_tokens": 0, "num_oov_indices": 1, "mask_token": 2, "oov_token": 3,
+                  "vocabulary": 4, "vocabulary_dtype": 5, "idf_weights": 6, "invert": 7,
+                  "output_mode": 8, "sparse": 9, "pad_to_max_tokens": 10, "oov_method": 11,
+                  "salt": 12, "name": 13}
+    _TOKENS = (int, float)
+    _OOV_TOKEN = -1
+
+    def configure(self, args: Args) -> dict:
+        dtype = self._get(args, "vocabulary_dtype", "int64")
+        if dtype != "int64":
+            raise LayerError(f"IntegerLookup supports only vocabulary_dtype='int64', "
+                             f"got {dtype!r}")
+        return super().configure(args)
+
+    def _check_salt(self, salt, oov_method) -> None:
+        if salt is not None and oov_method != "farmhash":
+            raise LayerError("IntegerLookup salt needs oov_method='farmhash'")
+        _salt(salt, self.name)
+
+
+def _check_trainable(args: Args) -> None:
+    """Keras's base Layer takes only a bool ``trainable``."""
+    trainable = args.get("trainable", True)
+    if not isinstance(trainable, bool):
+        raise LayerError(f"trainable must be a bool, got {trainable!r}")
+
+
+_LAYER_KEYWORDS = ("name", "dtype", "trainable", "autocast", "activity_regularizer",
+                   "input_shape", "input_dim")
+
+
+@register
+class TextVectorization(LayerKind):
+    """``TextVectorization(max_tokens=None, standardize=..., split="whitespace", ngrams=None,
+    output_mode="int", output_sequence_length=None, pad_to_max_tokens=False,
+    vocabulary=None, idf_weights=None, sparse=False, ragged=False, ...)``.
+
+    A StringLookup with ``mask_token=""`` inside; no weights.  ``int`` gives
+    ``(batch, output_sequence_length)`` whatever the input rank.  The encodings see the input
+    with an unknown token axis appended (``split`` set), or with an axis of 1 appended to a
+    rank-1 input (``split=None``), then encode it as StringLookup does.
+    """
+
+    name = "TextVectorization"
+    family = "preprocessing"
+    _POSITIONS = {"max_tokens": 0, "standardize": 1, "split": 2, "ngrams": 3,
+                  "output_mode": 4, "output_sequence_length": 5, "pad_to_max_tokens": 6,
+                  "vocabulary": 7, "idf_weights": 8, "sparse": 9, "ragged": 10,
+                  "encoding": 11, "name": 12}
+
+    def configure(self, args: Args) -> dict:
+        _check_keywords(args, self.name, tuple(self._POSITIONS) + _LAYER_KEYWORDS
+                        + ("vocabulary_size", "has_input_vocabulary"), len(self._POSITIONS))
+        pos = self._POSITIONS
+        try:
+            standardize = args.get("standardize", "lower_and_strip_punctuation",
+                                   pos=pos["standardize"])
+        except UnresolvedArgument:
+            standardize = None  # a callable the frontend cannot see: fine
+        if isinstance(standardize, str) and standardize not in (
+                "lower_and_strip_punctuation", "lower", "strip_punctuation"):
+            raise LayerError(f"TextVectorization standardize {standardize!r} is not a known "
+                             "option")
+        try:
+            split = args.get("split", "whitespace", pos=pos["split"])
+        except UnresolvedArgument:
+            split = Ellipsis  # a callable (or unknown): splits, unless it is None
+        if isinstance(split, str) and split not in ("whitespace", "character"):
+            raise LayerError(f"TextVectorization split {split!r} is not a known option")
+        ngrams = args.get("ngrams", None, pos=pos["ngrams"])
+        if not (ngrams is None or isinstance(ngrams, int) or (
+                isinstance(ngrams, tuple) and all(isinstance(n, int) for n in ngrams))):
+            raise LayerError(f"TextVectorization ngrams must be None, an int or a tuple of "
+                             f"ints, got {ngrams!r}")
+        mode = _mode(args.get("output_mode", "int", pos=pos["output_mode"]), self.name)
+        _check_trainable(args)
+        length = args.get("output_sequence_length", None, pos=pos["output_sequence_length"])
+        if mode == "int":
+            if not (length is None or isinstance(length, int)):
+                raise LayerError(f"TextVectorization output_sequence_length must be None or "
+                                 f"an int, got {length!r}")
+            if length is not None and length < 0:
+                raise LayerError(f"TextVectorization output_sequence_length must be >= 0, "
+                                 f"got {length}")
+        elif length is not None:
+            raise LayerError("TextVectorization output_sequence_length needs "
+                             "output_mode='int'")
+        if args.get("ragged", False, pos=pos["ragged"]) and mode != "int":
+            raise LayerError("TextVectorization ragged=True needs output_mode='int'")
+        try:
+            idf_weights = args.get("idf_weights", None, pos=pos["idf_weights"])
+        except UnresolvedArgument:
+            idf_weights = Ellipsis
+        try:
+            frozen = args.get("vocabulary_size", None)
+        except UnresolvedArgument:
+            frozen = None
+        if split is Ellipsis and mode != "int":
+            raise UnresolvedArgument("split", "whether it is None decides the output rank")
+        config = _index_lookup(
+            self.name, tokens_type=(str,),
+            max_tokens=args.get("max_tokens", None, pos=pos["max_tokens"]), num_oov=1,
+            mask_token="", oov_token="[UNK]", vocabulary=_vocabulary(args, pos["vocabulary"]),
+            idf_weights=idf_weights, invert=False, mode=mode,
+            sparse=args.get("sparse", False, pos=pos["sparse"]),
+            pad=args.get("pad_to_max_tokens", False, pos=pos["pad_to_max_tokens"]),
+            frozen_size=frozen)
+        config["split"] = split is not None
+        config["output_sequence_length"] = None if length is None else int(length)
+        return config
+
+    def output_shape(self, config, input_shape):
+        shape = tuple(input_shape)
+        if config["output_mode"] == "int":
+            return (shape[0] if shape else None, config["output_sequence_length"])
+        if config["split"]:
+            shape = shape + (None,)
+        elif len(shape) <= 1:
+            shape = shape + (1,)
+        return _encoded(shape, config["output_mode"], config["depth"])
+
+
+@register
+class Hashing(LayerKind):
+    """``Hashing(num_bins, mask_value=None, salt=None, output_mode="int", sparse=False)``.
+
+    No weights.  ``int`` keeps the shape; ``one_hot``, ``multi_hot`` and ``count`` all
+    replace the last axis by ``num_bins`` (unlike CategoryEncoding, ``one_hot`` never
+    appends).  ``int`` output needs an integer ``dtype`` (default int64).
+    """
+
+    name = "Hashing"
+    family = "preprocessing"
+
+    def configure(self, args: Args) -> dict:
+        _check_keywords(args, self.name, ("num_bins", "mask_value", "salt", "output_mode",
+                                          "sparse") + _LAYER_KEYWORDS, 5)
+        mode = _mode(args.get("output_mode", "int", pos=3), self.name,
+                     ("int", "one_hot", "multi_hot", "count"))
+        _check_trainable(args)
+        num_bins = args.get("num_bins", None, pos=0)
+        if not _int(num_bins) or num_bins <= 0:
+            raise LayerError(f"Hashing num_bins must be a positive int, got {num_bins!r}")
+        dtype = args.get("dtype", None)
+        if mode == "int" and dtype not in (None, "int32", "int64"):
+            raise LayerError(f"Hashing output_mode='int' needs an integer dtype, got {dtype!r}")
+        if args.get("sparse", False, pos=4) and mode == "int":
+            raise LayerError("Hashing sparse=True needs an output_mode other than 'int'")
+        _salt(args.get("salt", None, pos=2), self.name)
+        return {"num_bins": num_bins, "output_mode": mode}
+
+    def output_shape(self, config, input_shape):
+        shape = tuple(input_shape)
+        if config["output_mode"] == "int":
+            return shape
+        return shape[:-1] + (config["num_bins"],)
+
+
+@register
+class HashedCrossing(LayerKind):
+    """``HashedCrossing(num_bins, output_mode="int", sparse=False)`` on a list of exactly
+    two tensors whose last axes agree.  No weights; ``int`` keeps the first input's shape,
+    ``one_hot`` encodes it like CategoryEncoding (an axis of 1 is replaced).  Keras ignores
+    unknown keywords here."""
+
+    name = "HashedCrossing"
+    family = "preprocessing"
+    multi_input = True
+
+    def configure(self, args: Args) -> dict:
+        mode = _mode(args.get("output_mode", "int", pos=1), self.name, ("int", "one_hot"))
+        return {"num_bins": args.get("num_bins", pos=0), "output_mode": mode}
+
+    def output_shape(self, config, input_shape):
+        if len(input_shape) != 2:
+            raise LayerError(f"HashedCrossing must be called on exactly 2 inputs, "
+                             f"got {len(input_shape)}")
+        first, second = (tuple(s) for s in input_shape)
+        if first[-1:] != second[-1:]:
+            raise LayerError(f"HashedCrossing inputs must have the same last axis: "
+                             f"{first} and {second}")
+        if config["output_mode"] == "int":
+            return first
+        if first[-1:] != (1,):
+            return first + (config["num_bins"],)
+        return first[:-1] + (config["num_bins"],)
