@@ -19,7 +19,7 @@ import importlib.util
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -40,6 +40,8 @@ class FileOutcome:
     models: int = 0
     layers: int = 0
     resolved: int = 0  # layers whose output shape is known
+    entries: int = 0  # model factories run with their defaults (the file built nothing)
+    slowest_entry: float = 0.0  # seconds of the slowest of those runs
 
 
 @dataclass
@@ -94,7 +96,28 @@ def source_files(root: Path, every: int = 1) -> tuple:
     return files[::max(every, 1)], len(files)
 
 
-def analyse_one(path: Path, settings: Settings) -> FileOutcome:
+def _count_layers(outcome: FileOutcome, report) -> None:
+    outcome.models += len(report.models)
+    for graph in report.models:
+        for layer in graph.layers:
+            outcome.layers += 1
+            if layer.unresolved is None and _known(layer.output_shape):
+                outcome.resolved += 1
+
+
+def _known(shape) -> bool:
+    """Every dimension but the batch known (a list: every output's)."""
+    if shape is None:
+        return False
+    if isinstance(shape, list):
+        return all(_known(s) for s in shape)
+    return all(isinstance(d, int) for d in shape[1:])
+
+
+def analyse_one(path: Path, settings: Settings, entries: bool = True) -> FileOutcome:
+    """Analyse one file; when it builds nothing but defines model factories that need no
+    arguments, also run each of them as ``--entry NAME`` would (their layers count in the
+    share, their time in the file's)."""
     start = time.perf_counter()
     try:
         report = analyze_file(str(path), settings)
@@ -102,13 +125,21 @@ def analyse_one(path: Path, settings: Settings) -> FileOutcome:
         return FileOutcome(str(path), time.perf_counter() - start,
                            exception=f"{type(exc).__name__}: {exc}")
     outcome = FileOutcome(str(path), time.perf_counter() - start,
-                          internal_errors=list(report.internal_errors),
-                          models=len(report.models))
-    for graph in report.models:
-        for layer in graph.layers:
-            outcome.layers += 1
-            if layer.unresolved is None and layer.output_shape is not None:
-                outcome.resolved += 1
+                          internal_errors=list(report.internal_errors))
+    _count_layers(outcome, report)
+    for name, needs_arguments in report.entries if entries else ():
+        if needs_arguments:
+            continue
+        begin = time.perf_counter()
+        try:
+            entry_report = analyze_file(str(path), replace(settings, entry=name))
+        except Exception as exc:  # noqa: BLE001
+            outcome.exception = f"--entry {name}: {type(exc).__name__}: {exc}"
+            break
+        outcome.slowest_entry = max(outcome.slowest_entry, time.perf_counter() - begin)
+        outcome.entries += 1
+        outcome.internal_errors += [f"--entry {name}: {e}" for e in entry_report.internal_errors]
+        _count_layers(outcome, entry_report)
     return outcome
 
 
