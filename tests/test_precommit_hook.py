@@ -94,3 +94,39 @@ def test_commit_of_over_budget_model_is_refused(project, env):
     ok = subprocess.run(["git", "commit", "-m", "good model only"], cwd=project,
                         capture_output=True, text=True, env=env, timeout=900)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def _onnx_conv_model(path: Path, size: int) -> None:
+    """A two-convolution ONNX graph on (N, 3, size, size) images with a symbolic batch."""
+    onnx = pytest.importorskip("onnx")
+    from tests.onnx_models import F, build, init
+
+    nodes = [onnx.helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             onnx.helper.make_node("Relu", ["c1"], ["r1"]),
+             onnx.helper.make_node("Conv", ["r1", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    model = build(nodes, [("x", F, ["N", 3, size, size])], ["y"],
+                  [init("w1", [32, 3, 3, 3]), init("w2", [32, 32, 3, 3])])
+    path.write_bytes(model.SerializeToString())
+
+
+def test_onnx_hook_checks_onnx_files_only(tmp_path, env):
+    run = _pre_commit()
+    _git("init", "-q", cwd=tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.memlint]\ngpu = "2GiB"\nbatch-size = 16\n')
+    _onnx_conv_model(tmp_path / "small.onnx", 32)  # 16 x 32 x 32 x 32 floats per tensor
+    _onnx_conv_model(tmp_path / "large.onnx", 1024)  # 2 GiB per activation tensor
+    (tmp_path / "model.py").write_text(GOOD_MODEL)
+    _git("add", ".", cwd=tmp_path)
+    good = subprocess.run([*run, "try-repo", str(ROOT), "memlint-onnx", "--files",
+                           "small.onnx", "model.py"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = subprocess.run([*run, "try-repo", str(ROOT), "memlint-onnx", "--files", "large.onnx"],
+                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "MEM002" in bad.stdout and "large.onnx: node" in bad.stdout
+    python_hook = subprocess.run([*run, "try-repo", str(ROOT), "memlint", "--files",
+                                  "large.onnx"],
+                                 cwd=tmp_path, capture_output=True, text=True, env=env,
+                                 timeout=900)
+    assert python_hook.returncode == 0 and "(no files to check)" in python_hook.stdout

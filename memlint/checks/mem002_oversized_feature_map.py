@@ -79,7 +79,8 @@ class OversizedFeatureMap(Rule):
                 advice.append(f"even one sample's output ({format_bytes(per_sample)}) is over "
                               f"{share:.0%}")
             if compute == 4:
-                advice.append(f"mixed_float16 halves it to {format_bytes(size // 2)}")
+                advice.append(f"{_half_precision(graph)} halves it to "
+                              f"{format_bytes(size // 2)}")
             advice.append("downsampling earlier (strides or pooling) or fewer channels "
                           "shrinks it for every sample")
             if others and first:
@@ -119,8 +120,8 @@ class OversizedFeatureMap(Rule):
                           f"{format_bytes(breakdown.per_sample_bytes)} and only "
                           f"{format_bytes(room)} is left after the parameters")
         mixed = None
-        if not setup.dtype_policy.startswith("mixed_") and _compute_bytes(
-                setup.dtype_policy) == 4:
+        if graph.kind != "ONNX" and not setup.dtype_policy.startswith("mixed_") \
+                and _compute_bytes(setup.dtype_policy) == 4:
             mixed = estimate(graph, replace(setup, dtype_policy="mixed_float16"))
             mixed_fits = max_batch_size(mixed, usable)
             text = (f"mixed_float16 halves activations ("
@@ -156,3 +157,9 @@ def _shapes(layer, batch: int) -> str:
     if len(texts) == 1:
         return texts[0]
     return f"{len(texts)} tensors " + ", ".join(texts[:3]) + (", ..." if len(texts) > 3 else "")
+
+
+def _half_precision(graph) -> str:
+    """What halves activation memory: Keras's mixed precision policy for source, a float16
+    conversion of the graph for an exported ONNX file (its dtypes are fixed)."""
+    return "a float16 conversion of the graph" if graph.kind == "ONNX" else "mixed_float16"
