@@ -160,3 +160,22 @@ def test_while_true_is_bounded():
 
     result = analyze_source("n = 0\nwhile True:\n    n += 1\n", "w.py")
     assert any(d.code == "MEM903" for d in result.diagnostics)
+
+
+def test_layers_made_through_partial_getattr_and_lambdas():
+    got = models(
+        "import functools\nimport keras\nfrom keras import layers\n"
+        "Conv = functools.partial(layers.Conv2D, padding='same', use_bias=False)\n"
+        "make_norm = lambda: layers.GroupNormalization(4)\n"
+        "UNITS = [16, 8]\n"
+        "inp = keras.Input((8, 8, 3))\n"
+        "x = Conv(8, 3)(inp)\n"
+        "x = make_norm()(x)\n"
+        "x = getattr(layers, 'ReLU')()(x)\n"
+        "model = keras.Model(inp, x)\n"
+        "mlp = keras.Sequential([keras.Input((20,))] + [layers.Dense(u) for u in UNITS])\n")
+    conv = got["model"].layers[1]
+    assert (conv.type, conv.output_shape, conv.params) == ("Conv2D", (None, 8, 8, 8), 216)
+    assert [l.type for l in got["model"].layers] == [
+        "InputLayer", "Conv2D", "GroupNormalization", "ReLU"]
+    assert [l.output_shape for l in got["mlp"].layers] == [(None, 16), (None, 8)]

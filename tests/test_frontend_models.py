@@ -223,3 +223,95 @@ def test_an_inputless_sequential_inside_a_sequential_is_built_on_its_input():
     assert got["inner"].layers[0].output_shape == (None, 4)
     assert got["inner"].params == 36
     assert [(l.name, l.params) for l in got["outer"].layers] == [("inner", 36), ("dense_1", 10)]
+
+
+def _analyze(source: str):
+    return analyze_source("import keras\nfrom keras import layers\n" + source, "f.py")
+
+
+def test_a_nested_functional_model_re_derives_shapes_on_a_more_specific_input():
+    # Keras: enc(Input((12,))) is (None, 12, 8); the encoder's own output stays (None, None, 8)
+    got = {g.variable: g for g in _analyze(
+        "t = keras.Input((None,), dtype='int32')\n"
+        "enc = keras.Model(t, layers.Embedding(50, 8)(t))\n"
+        "q = keras.Input((12,), dtype='int32')\n"
+        "model = keras.Model(q, layers.Dense(3)(layers.Flatten()(enc(q))))\n").models}
+    rows = got["model"].layers
+    assert [(l.name, l.output_shape) for l in rows] == [
+        ("input_layer_1", (None, 12)), ("functional", (None, None, 8)),
+        ("flatten", (None, 96)), ("dense", (None, 3))]
+    assert rows[1].output_shapes == [(None, 12, 8)]  # what memory counts
+    assert rows[3].params == 96 * 3 + 3
+    assert got["enc"].layers[1].output_shape == (None, None, 8)
+
+
+def test_nested_models_re_derive_through_shared_layers_operations_and_models():
+    # Keras: outer_block([Input((10, 6)), Input((7, 6))]) -> (None, 10, 6), (None, 10, 7)
+    got = {g.variable: g for g in _analyze(
+        "a = keras.Input((None, 6)); b = keras.Input((None, 6))\n"
+        "shared = layers.Dense(6)\n"
+        "pa, pb = shared(a), shared(b)\n"
+        "ctx, sc = layers.Attention()([pa, pb], return_attention_scores=True)\n"
+        "inner = keras.Model([a, b], [ctx + pa, sc])\n"
+        "x = keras.Input((None, 6)); y = keras.Input((None, 6))\n"
+        "h, s = inner([x, y])\n"
+        "h2, _ = inner([h, y])\n"
+        "block = keras.Model([x, y], [h2, s])\n"
+        "l = keras.Input((10, 6)); r = keras.Input((7, 6))\n"
+        "seq, att = block([l, r])\n"
+        "model = keras.Model([l, r], layers.Concatenate()([layers.Flatten()(seq),\n"
+        "                                                 layers.Flatten()(att)]))\n").models}
+    rows = {l.name: l for l in got["model"].layers}
+    assert rows["flatten"].output_shape == (None, 60)
+    assert rows["flatten_1"].output_shape == (None, 70)
+    assert rows["concatenate"].output_shape == (None, 130)
+
+
+def test_a_nested_model_refuses_an_incompatible_input():
+    # Keras: "expected shape=(None, 12), found shape=(None, 10)"
+    result = _analyze("i = keras.Input((12,))\n"
+                      "inner = keras.Model(i, layers.Dense(3)(i))\n"
+                      "j = keras.Input((10,))\n"
+                      "model = keras.Model(j, inner(j))\n")
+    assert any("expects input (None, 12)" in d.message for d in result.diagnostics)
+
+
+def test_dict_outputs_and_inputs_are_flattened_by_sorted_key():
+    # Keras 3 tree.flatten sorts dict keys: layers input, dense, label, mask; unreached
+    # dict inputs listed a, b; nested [mask, {"z": label, "a": h}] flattens to mask, h, label
+    got = {g.variable: g for g in _analyze(
+        "inp = keras.Input((8,))\n"
+        "h = layers.Dense(4)(inp)\n"
+        "mask = layers.Dense(2, name='mask')(h)\n"
+        "label = layers.Dense(3, name='label')(h)\n"
+        "model = keras.Model(inp, {'mask': mask, 'label': label})\n"
+        "nested = keras.Model(inp, [mask, {'z': label, 'a': h}])\n"
+        "a = keras.Input((3,), name='a'); b = keras.Input((4,), name='b')\n"
+        "by_key = keras.Model({'b': b, 'a': a}, layers.Dense(2, name='out')(a))\n").models}
+    assert [l.name for l in got["model"].layers] == ["input_layer", "dense", "label", "mask"]
+    assert [l.name for l in got["nested"].layers] == ["input_layer", "dense", "mask", "label"]
+    assert [l.name for l in got["by_key"].layers] == ["a", "b", "out"]
+
+
+def test_attention_and_additive_attention_return_their_scores():
+    # Keras: scores are (*query.shape[:-1], key.shape[-2]); key defaults to the value
+    got = _analyze(
+        "q = keras.Input((5, 4)); v = keras.Input((7, 4)); k = keras.Input((9, 4))\n"
+        "c1, s1 = layers.Attention()([q, v], return_attention_scores=True)\n"
+        "c2, s2 = layers.AdditiveAttention()([q, k, k], return_attention_scores=True)\n"
+        "model = keras.Model([q, v, k], [c1, s1, c2, s2])\n").models[0]
+    rows = {l.name: l.output_shape for l in got.layers}
+    assert rows["attention"] == [(None, 5, 4), (None, 5, 7)]
+    assert rows["additive_attention"] == [(None, 5, 4), (None, 5, 9)]
+
+
+def test_a_re_run_layer_keeps_its_keyword_tensors_apart_from_its_input():
+    # Keras: LSTM(t, initial_state=[s, s]) inside, called on Input((6, 4)): Flatten -> 18
+    got = {g.variable: g for g in _analyze(
+        "t = keras.Input((None, 4)); s = keras.Input((3,))\n"
+        "h = layers.LSTM(3, return_sequences=True)(t, initial_state=[s, s])\n"
+        "enc = keras.Model([t, s], h)\n"
+        "q = keras.Input((6, 4)); s2 = keras.Input((3,))\n"
+        "model = keras.Model([q, s2], layers.Flatten()(enc([q, s2])))\n").models}
+    assert [(l.name, l.output_shape) for l in got["model"].layers][2:] == [
+        ("functional", (None, None, 3)), ("flatten", (None, 18))]

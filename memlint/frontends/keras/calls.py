@@ -11,18 +11,20 @@ import math
 import re
 from typing import Any
 
-from memlint.frontends.keras import classes, models, nested
+from memlint.frontends.keras import classes, models, nested, plain_objects, tensor_ops
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
-                                            ModuleValue, OpaqueLayer, Optimizer, Policy, Ref,
-                                            ModelLayer, SequentialModel, Tensor, Unknown,
-                                            UserFunction, is_unknown)
+                                            ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
+                                            Partial, Policy, Ref, SequentialModel, Tensor,
+                                            Unknown, UserFunction, flatten_structure,
+                                            is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.ir import OptimizerSpec
 
 BUILTINS = frozenset({
     "range", "len", "int", "float", "str", "bool", "min", "max", "sum", "abs", "round",
     "list", "tuple", "dict", "print", "zip", "enumerate", "sorted", "reversed", "isinstance",
+    "divmod", "map", "getattr", "any", "all",
 })
 
 # Keras 2 functional merge helpers: keras.layers.add([a, b]) -> Add()([a, b])
@@ -35,7 +37,7 @@ _KERAS1_MERGE_MODES = {"sum": "Add", "mul": "Multiply", "concat": "Concatenate",
                        "ave": "Average", "max": "Maximum", "dot": "Dot"}
 
 _MATH = {"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt,
-         "math.log2": math.log2, "math.prod": lambda *a: math.prod(a)}
+         "math.log2": math.log2}
 _DEVICE_LISTS = {"tensorflow.config.list_physical_devices",
                  "tensorflow.config.experimental.list_physical_devices",
                  "tensorflow.config.list_logical_devices",
@@ -68,6 +70,10 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         base = base.obj
     if isinstance(base, (classes.ClassObject, classes.SuperProxy)):
         return classes.get_attribute(base, attr)
+    if isinstance(base, (plain_objects.PlainObject, plain_objects.PlainClass)):
+        return plain_objects.get_attribute(interp, base, attr, node)
+    if isinstance(base, plain_objects.ArgumentParser):
+        return BoundMethod(base, attr)
     if isinstance(base, (Tensor, Array)):
         if attr == "shape":
             if isinstance(base, Tensor) and base.shape is None:
@@ -107,6 +113,8 @@ def set_attribute(obj: Any, attr: str, value: Any) -> None:
         obj = obj.obj
     if isinstance(obj, classes.ClassObject):
         classes.set_attribute(obj, attr, value)
+    elif isinstance(obj, plain_objects.PlainObject):
+        plain_objects.set_attribute(obj, attr, value)
     elif attr == "trainable" and isinstance(value, bool):
         nested.set_trainable(obj, value)
 
@@ -147,6 +155,12 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, UserFunction):
         return interp.call_function(func, args, kwargs, node)
+    if isinstance(func, Partial):
+        return call(interp, func.func, [*func.args, *args], {**func.kwargs, **kwargs}, node)
+    if isinstance(func, plain_objects.PlainClass):
+        return plain_objects.construct(interp, func, args, kwargs, node)
+    if isinstance(func, plain_objects.PlainMethod):
+        return interp.call_function(func.fn, [func.obj, *args], kwargs, node)
     if isinstance(func, classes.UserClass):
         return classes.construct(interp, func, args, kwargs, node)
     if isinstance(func, classes.ObjMethod):
@@ -254,6 +268,21 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return classes.tensor_function(name, args, kwargs)
     if name.startswith("numpy."):
         return _numpy(name, args, kwargs)
+    if name in ("types.SimpleNamespace", "argparse.Namespace") and not args:
+        return plain_objects.namespace(kwargs)
+    if name == "argparse.ArgumentParser":
+        return plain_objects.ArgumentParser(location=interp.location(node))
+    if name == "functools.partial" and args:
+        return Partial(args[0], tuple(args[1:]), dict(kwargs))
+    if name == "builtins.getattr" and len(args) in (2, 3) and isinstance(args[1], str):
+        return get_attribute(interp, args[0], args[1], node)
+    if name == "builtins.map" and len(args) == 2 and isinstance(args[1], (list, tuple, range)):
+        if len(args[1]) > MAX_SEQUENCE or not state.allocate(len(args[1])):
+            return Unknown("map() over a sequence too large to evaluate")
+        return [call(interp, args[0], [item], {}, node) for item in args[1]]
+    if name == "math.prod" and len(args) == 1 and isinstance(args[0], (list, tuple)) \
+            and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args[0]):
+        return math.prod(args[0])
     if name.startswith("builtins."):
         return _builtin(state, short, args, kwargs)
     if name in _MATH and args and all(isinstance(a, (int, float)) for a in args):
@@ -261,6 +290,9 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
             return _MATH[name](*args)
         except (ValueError, OverflowError, TypeError):
             return Unknown(f"{name}() failed on these arguments")
+    if tensor_ops.is_operation(name) and any(
+            isinstance(v, Tensor) for v in flatten_structure([args, kwargs])):
+        return models.apply_operation(interp, name, args, kwargs, node)
     result = Unknown(f"call to {name} is not evaluated")
     if short[:1].isupper():  # a class: if it is used as a layer, it is a custom layer
         result.constructed = (short, interp.location(node),
@@ -271,6 +303,14 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
 def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -> Any:
     if isinstance(obj, (SequentialModel, FunctionalModel)):
         return models.model_method(interp, obj, method, args, kwargs, node)
+    if isinstance(obj, plain_objects.ArgumentParser):
+        if method == "add_argument":
+            plain_objects.add_argument(obj, args, kwargs)
+            return None
+        if method in ("parse_args", "parse_known_args"):
+            parsed = plain_objects.parse_args(interp, obj, node)
+            return parsed if method == "parse_args" else (parsed, [])
+        return Unknown(f"ArgumentParser.{method}() is not evaluated")
     if isinstance(obj, list):
         if method == "append" and len(args) == 1:
             obj.append(args[0])
@@ -509,10 +549,10 @@ def _builtin(state, name: str, args: list, kwargs: dict):
             return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
                          "sorted": sorted}[name](*args, **kwargs))
         if name in ("min", "max", "sum", "abs", "round", "int", "float", "str", "bool",
-                    "list", "tuple", "dict"):
+                    "list", "tuple", "dict", "divmod", "any", "all"):
             fn = {"min": min, "max": max, "sum": sum, "abs": abs, "round": round, "int": int,
                   "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
-                  "dict": dict}[name]
+                  "dict": dict, "divmod": divmod, "any": any, "all": all}[name]
             return fn(*args, **kwargs)
     except Exception:
         return Unknown(f"{name}() failed on these arguments")

@@ -16,7 +16,9 @@ import libcst as cst
 from memlint.frontends.keras import calls, models
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import MAX_SEQUENCE
-from memlint.frontends.keras.values import Ref, Tensor, Unknown, is_unknown
+from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
+                                            Ref, SequentialModel, Tensor, Unknown,
+                                            UserFunction, is_unknown)
 
 MAX_INT_BITS = 256  # larger integer results are treated as unknown
 MAX_LOOP_ITERATIONS = 10_000  # iterations of one loop or comprehension
@@ -243,7 +245,7 @@ class ExpressionEvaluator:
                   None)
         if op is None:
             return Unknown("operator not evaluated")
-        if not (_is_plain(left) and _is_plain(right)):
+        if not (_is_plain(left) and _is_plain(right)) and not _is_sequence_op(op, left, right):
             return Unknown("arithmetic on values not known statically")
         if op is operator.pow and isinstance(left, int) and isinstance(right, int):
             if right < 0 or right * max(abs(left), 2).bit_length() > MAX_INT_BITS:
@@ -288,6 +290,15 @@ class ExpressionEvaluator:
         left = self.eval(node.left)
         for target in node.comparisons:
             right = self.eval(target.comparator)
+            if isinstance(target.operator, (cst.Is, cst.IsNot)) and _is_known_object(left) \
+                    and _is_known_object(right) and (left is None or right is None
+                                                      or not _is_plain(left)):
+                # ``self.drop is not None``: identity of objects the analysis made itself
+                same = left is right
+                if same == isinstance(target.operator, cst.IsNot):
+                    return False
+                left = right
+                continue
             if not (_is_plain(left) and _is_plain(right)):
                 return Unknown("comparison of values not known statically")
             op = next((fn for cls, fn in _COMPARE.items() if isinstance(target.operator, cls)),
@@ -304,6 +315,12 @@ class ExpressionEvaluator:
 
     def eval_Subscript(self, node):
         base = self.eval(node.value)
+        if isinstance(base, Tensor):
+            key = tuple(self._index(element.slice) for element in node.slice)
+            if any(is_unknown(k) for k in key):
+                return Unknown("tensor index not known statically")
+            return models.apply_operation(self, "operator.getitem",
+                                          [base, key if len(key) > 1 else key[0]], {}, node)
         if len(node.slice) != 1:
             return Unknown("multi-dimensional subscript")
         sl = node.slice[0].slice
@@ -316,6 +333,17 @@ class ExpressionEvaluator:
         if any(is_unknown(v) for v in (lower, upper, step)):
             return Unknown("slice bounds not known statically")
         return calls.subscript(base, slice(lower, upper, step))
+
+    def _index(self, sl) -> Any:
+        """One element of a subscript: a value (``0``, ``None``, ``...``) or a slice."""
+        if isinstance(sl, cst.Index):
+            if isinstance(sl.value, cst.Ellipsis):
+                return Ellipsis
+            return self.eval(sl.value)
+        bounds = [self.eval(b) if b is not None else None for b in (sl.lower, sl.upper, sl.step)]
+        if any(is_unknown(b) or not (b is None or isinstance(b, int)) for b in bounds):
+            return Unknown("slice bounds not known statically")
+        return slice(*bounds)
 
     def eval_Call(self, node):
         func = self.eval(node.func)
@@ -339,7 +367,7 @@ class ExpressionEvaluator:
         return calls.call(self, func, args, kwargs, node)
 
     def eval_Lambda(self, node):
-        return Unknown("lambda functions are not evaluated")
+        return self.make_lambda(node)
 
     def eval_Await(self, node):
         return Unknown("await is not evaluated")
@@ -370,12 +398,39 @@ def _is_plain(value: Any) -> bool:
     return False
 
 
+def _is_sequence_op(op, left: Any, right: Any) -> bool:
+    """``[Input(...)] + [Dense(u) for u in units]``, ``[block] * 3``: list and tuple
+    concatenation or repetition, whatever the items are."""
+    if op is operator.add:
+        return isinstance(left, list) and isinstance(right, list) or \
+            isinstance(left, tuple) and isinstance(right, tuple)
+    if op is operator.mul:
+        return any(isinstance(seq, (list, tuple)) and isinstance(n, int)
+                   and not isinstance(n, bool) for seq, n in ((left, right), (right, left)))
+    return False
+
+
 def has_truth(value: Any) -> bool:
-    """Whether ``bool(value)`` is known: plain values, and containers (by their length, even
-    when what they hold is not known)."""
+    """Whether ``bool(value)`` is known: plain values, containers (by their length, even
+    when what they hold is not known), and layers, models and functions (always true)."""
     if isinstance(value, (list, tuple, dict, str, range)):
         return True
-    return _is_plain(value)
+    return _is_plain(value) or _is_truthy_object(value)
+
+
+def _is_truthy_object(value: Any) -> bool:
+    """Layers, models, functions and classes the analysis made: Python finds them true."""
+    from memlint.frontends.keras import classes, plain_objects
+    return isinstance(value, (LayerRef, OpaqueLayer, SequentialModel, FunctionalModel,
+                              ModelLayer, UserFunction, classes.UserClass,
+                              classes.ClassObject, classes.ClassLayer,
+                              plain_objects.PlainClass, plain_objects.PlainObject))
+
+
+def _is_known_object(value: Any) -> bool:
+    """A value whose identity is known: None, a plain value, or an object the analysis made
+    (never an unknown value, which might be None at run time)."""
+    return value is None or _is_plain(value) or _is_truthy_object(value)
 
 
 def _hashable(value: Any) -> bool:

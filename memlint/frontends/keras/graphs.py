@@ -3,6 +3,8 @@ Keras's layer order."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Optional
 
 from memlint.frontends.keras import classes
@@ -14,6 +16,19 @@ from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueL
                                             SequentialModel, Tensor, TensorOp)
 from memlint.ir import LayerNode, ModelGraph
 from memlint.layers.base import LayerError, UnresolvedArgument
+
+
+@dataclass
+class ModelNode(LayerNode):
+    """A functional model used as a layer. Keras reports its own output (``layer.output``,
+    from the model's own inputs: (None, None, 8) even when called on a sequence of 12); the
+    calls' real outputs stay in ``output_shapes`` for the memory model."""
+
+    own_output: Any = None
+
+    @property
+    def output_shape(self):
+        return self.own_output if self.own_output is not None else super().output_shape
 
 
 def to_graph(state, model, input_override: Optional[tuple] = None) -> ModelGraph:
@@ -67,13 +82,14 @@ def _node(layer, call_indices: list) -> LayerNode:
     unresolved = None
     if any(r.output_shape is None for r in records):
         unresolved = layer.error or "input shape unknown"
-    inner = []
+    inner, own = [], None
     if isinstance(layer, classes.ClassLayer):
         config, weights = {"class": layer.type}, classes.class_weights(layer.obj)
         for record in records:
             inner += record.saved
     elif isinstance(layer, ModelLayer):
         config, weights = {"model": layer.model.name}, model_weights(layer.model)
+        own = _own_output(layer.model) if unresolved is None else None
         if unresolved is None:
             for record in records:
                 try:
@@ -84,11 +100,22 @@ def _node(layer, call_indices: list) -> LayerNode:
         config, weights = dict(layer.instance.config), layer_weights(layer)
         for record in records:
             inner += record.saved
-    return LayerNode(name=layer.name, type=layer.type, location=layer.location,
-                     config=config, weights=weights, inner_shapes=inner,
-                     input_shapes=[r.input_shapes for r in records],
-                     output_shapes=[r.output_shape for r in records if r.output_shape is not None]
-                     if unresolved is None else [], unresolved=unresolved)
+    node = LayerNode if own is None else partial(ModelNode, own_output=own)
+    return node(name=layer.name, type=layer.type, location=layer.location,
+                config=config, weights=weights, inner_shapes=inner,
+                input_shapes=[r.input_shapes for r in records],
+                output_shapes=[r.output_shape for r in records if r.output_shape is not None]
+                if unresolved is None else [], unresolved=unresolved)
+
+
+def _own_output(model) -> Any:
+    """What Keras reports as a functional model's output: its outputs on its own inputs."""
+    if not isinstance(model, FunctionalModel):
+        return None
+    outs = [t.shape for t in model.outputs]
+    if any(shape is None for shape in outs):
+        return None
+    return outs if len(outs) > 1 else outs[0]
 
 
 def _fill_inbound(graph: ModelGraph, pairs: list) -> None:

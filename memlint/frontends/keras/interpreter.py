@@ -18,7 +18,7 @@ from typing import Any, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from memlint.frontends.keras import calls, classes
+from memlint.frontends.keras import calls, classes, plain_objects
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
@@ -34,7 +34,7 @@ MAX_CALL_DEPTH = 16  # nested calls of functions defined in the analysed file
 # Decorators that leave what a function or class builds unchanged (no note for them).
 SHAPE_NEUTRAL_DECORATORS = frozenset({
     "register_keras_serializable", "function", "staticmethod", "classmethod", "property",
-    "abstractmethod", "dataclass", "override"})
+    "abstractmethod", "dataclass", "override", "wraps"})
 
 
 class RaisedInCode(BaseException):
@@ -203,6 +203,10 @@ class Interpreter(ExpressionEvaluator):
             if user_class is not None:  # a Keras Layer / Model subclass
                 self.set_name(name, user_class)
                 return
+            plain = plain_objects.define_plain_class(self, stmt)
+            if plain is not None:  # a config or builder class
+                self.set_name(name, plain)
+                return
             value = Unknown(f"class '{name}' defined in the analysed file is not evaluated")
             value.class_name = name
             self.set_name(name, value)
@@ -221,6 +225,10 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(small, cst.AugAssign):
             current = self.eval(small.target)
             value = self.binary(current, self.eval(small.value), small.operator, small)
+            if isinstance(current, list) and isinstance(value, list) \
+                    and isinstance(small.operator, cst.AddAssign):
+                current[:] = value  # ``items += more`` extends the same list
+                value = current
             self.assign(small.target, value)
         elif isinstance(small, cst.Import):
             for alias in small.names:
@@ -480,23 +488,55 @@ class Interpreter(ExpressionEvaluator):
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             if param.default is not None:
                 defaults[param.name.value] = self.eval(param.default)
-        self.note_decorators(stmt)
         closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
-        self.set_name(name, UserFunction(name, stmt, defaults, closure, self.location(stmt),
-                                         self.globals))
+        fn = UserFunction(name, stmt, defaults, closure, self.location(stmt), self.globals)
+        self.set_name(name, self.decorate(stmt, fn))
         self.state.definitions.append(("function", name, self.location(stmt)))
 
-    def note_decorators(self, stmt) -> None:
-        """Decorators are not applied: the function or class is analysed as written.  Those
-        known not to change what gets built pass silently; any other gets an info note."""
-        for decorator in stmt.decorators:
-            expr = decorator.decorator
-            dotted = _dotted(expr.func if isinstance(expr, cst.Call) else expr)
-            if dotted.rsplit(".", 1)[-1] in SHAPE_NEUTRAL_DECORATORS:
+    def decorate(self, stmt: cst.FunctionDef, fn: UserFunction) -> UserFunction:
+        """Apply the decorators defined in the analysed code (innermost first), as Python
+        does: ``@register("plain")`` that files the function in a registry, a wrapper that
+        calls it.  A library decorator, or one whose result is not a function memlint can
+        call, is not applied (:meth:`note_decorators` says so where it matters)."""
+        value = fn
+        for decorator in reversed(stmt.decorators):
+            deco = self.eval(decorator.decorator)
+            if not isinstance(deco, UserFunction):
+                self.note_decorator(decorator, stmt)
                 continue
-            self.state.note_info(
-                self.location(decorator), f"decorator @{dotted or '...'} is not applied; "
-                f"'{stmt.name.value}' is analysed as written")
+            result = self.call_function(deco, [value], {}, decorator)
+            if isinstance(result, UserFunction):
+                value = result
+            else:
+                self.note_decorator(decorator, stmt)
+        return value
+
+    def make_lambda(self, node: cst.Lambda) -> UserFunction:
+        """``lambda x, k=2: expr`` as a function value (defaults evaluated now)."""
+        defaults = {}
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                defaults[param.name.value] = self.eval(param.default)
+        closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
+        return UserFunction("<lambda>", node, defaults, closure, self.location(node),
+                            self.globals)
+
+    def note_decorators(self, stmt) -> None:
+        """A class's decorators are not applied: it is analysed as written."""
+        for decorator in stmt.decorators:
+            self.note_decorator(decorator, stmt)
+
+    def note_decorator(self, decorator: cst.Decorator, stmt) -> None:
+        """One decorator not applied: those known not to change what gets built pass
+        silently, any other gets an info note."""
+        expr = decorator.decorator
+        dotted = _dotted(expr.func if isinstance(expr, cst.Call) else expr)
+        if dotted.rsplit(".", 1)[-1] in SHAPE_NEUTRAL_DECORATORS:
+            return
+        self.state.note_info(
+            self.location(decorator), f"decorator @{dotted or '...'} is not applied; "
+            f"'{stmt.name.value}' is analysed as written")
 
     def call_function(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
         """Inline a call of a function defined in the analysed file."""
@@ -523,6 +563,8 @@ class Interpreter(ExpressionEvaluator):
         self.depth += 1
         try:
             body = fn.node.body
+            if isinstance(fn.node, cst.Lambda):  # ``lambda x: expr``: the value of expr
+                raise _Return(self.eval(body))
             if isinstance(body, cst.SimpleStatementSuite):
                 for small in body.body:
                     self.exec_small(small)

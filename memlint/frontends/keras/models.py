@@ -7,11 +7,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
-from memlint.frontends.keras import classes
+from memlint.frontends.keras import classes, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, SequentialModel, Tensor, TensorOp,
-                                            Unknown, is_unknown)
+                                            Unknown, flatten_structure, is_unknown)
 from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, model_layers,
                                             nested_output, sequential_input,
                                             sequential_step)
@@ -181,13 +181,12 @@ def create_functional(interp, args: list, kwargs: dict, node) -> Any:
 
 
 def _tensor_list(value: Any) -> Optional[list]:
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
-        return list(value)
-    return None
+    """The tensors of a model's inputs or outputs flattened as Keras 3 does (``tree.flatten``:
+    nested lists, tuples and dicts, dict values by sorted key); None if any is not a tensor."""
+    flat = flatten_structure(value)
+    if not flat or any(not isinstance(v, Tensor) for v in flat):
+        return None
+    return flat
 
 
 # ---------------------------------------------------------------------- calling layers
@@ -225,7 +224,17 @@ def _with_call_options(layer, shapes, out, options: dict):
     """The output of a call given call-time options such as ``return_attention_scores``."""
     if layer.type == "MultiHeadAttention" and options.get("return_attention_scores") is True:
         return [out, attention_scores_shape(layer.instance.config, shapes)]
+    if layer.type in ("Attention", "AdditiveAttention") \
+            and options.get("return_attention_scores") is True:
+        return [out, dot_attention_scores_shape(shapes)]
     return out
+
+
+def dot_attention_scores_shape(shapes: list) -> tuple:
+    """Scores of Attention / AdditiveAttention: ``(*query.shape[:-1], key.shape[-2])``, the key
+    being the third input or else the value (Keras 3 ``Attention.compute_output_spec``)."""
+    key = shapes[2] if len(shapes) > 2 else shapes[1]
+    return tuple(shapes[0][:-1]) + (key[-2],)
 
 
 def attention_scores_shape(config: dict, shapes: list) -> tuple:
@@ -398,6 +407,34 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
         return Tensor(None, (op, 0, 0), reason=f"'{op.name}' cannot be computed")
     op.calls.append(CallRecord(shapes, out, parents))
     _collect(state, out, [])
+    return Tensor(out, (op, 0, 0))
+
+
+def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
+    """``keras.ops.relu(x)``, ``ops.mean(x, axis=1)`` ... on symbolic tensors: an operation
+    of the graph (named from the shared counter outside a traced call), not a layer."""
+    state = interp.state
+    loc = interp.location(node)
+    tensors = [t for t in flatten_structure([args, kwargs]) if isinstance(t, Tensor)]
+    parents = [t.producer for t in tensors if t.producer]
+    try:
+        stem, out = tensor_ops.operation_shape(name, args, kwargs)
+    except (LayerError, UnresolvedArgument) as exc:
+        stem, out = tensor_ops.OPERATIONS[name][0], None
+        if isinstance(exc, LayerError):
+            state.note_error(loc, f"{name.rsplit('.', 1)[-1]}() on "
+                                  f"{', '.join(format_shape(t.shape) for t in tensors)}: {exc}")
+        elif not any(t.shape is None for t in tensors):  # an unknown input was noted already
+            state.note_unresolved(loc, f"{name}()", exc.reason)
+    tracing = getattr(interp, "tracing", 0)
+    op_type = "".join(part.capitalize() for part in stem.split("_"))
+    op = TensorOp(op_type, "" if tracing else state.unique_name(stem), loc)
+    op.calls.append(CallRecord(None if out is None else [t.shape for t in tensors], out, parents))
+    if out is None:
+        return Tensor(None, (op, 0, 0), reason=f"output of {name}() not known statically")
+    _collect(state, out, [])
+    if isinstance(out, list):
+        return [Tensor(shape, (op, 0, i)) for i, shape in enumerate(out)]
     return Tensor(out, (op, 0, 0))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import memlint.layers as registry
-from memlint.frontends.keras.order import functional_order
+from memlint.frontends.keras.order import functional_nodes, functional_order
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             SequentialModel, TensorOp)
 from memlint.ir import Weight, as_shape_list
@@ -57,7 +57,92 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
     outs = [t.shape for t in model.outputs]
     if any(shape is None for shape in outs):
         raise UnresolvedArgument("outputs", "the model's output shape is not known statically")
+    if [tuple(g) for g in given] != [tuple(w) for w in wanted]:
+        # Keras re-runs the layers on the more specific input: Input((None,)) called on
+        # Input((12,)) gives a sequence of 12, not None
+        computed = rerun_functional(model, given, depth)
+        outs = [_shape_of(t.producer, computed) for t in model.outputs]
     return outs if len(outs) > 1 else outs[0]
+
+
+def rerun_functional(model, given: list, depth: int = 0) -> dict:
+    """The output shape of every call inside functional ``model`` run on ``given``:
+    {(id(layer), call index): output shape}, each call after those that feed it."""
+    computed: dict = {}
+    for tensor, shape in zip(model.inputs, given):
+        if tensor.producer:
+            computed[(id(tensor.producer[0]), tensor.producer[1])] = tuple(shape)
+    for layer, index in functional_nodes(model.inputs, model.outputs):
+        key = (id(layer), index)
+        if key not in computed and layer.type != "InputLayer":
+            computed[key] = _rerun_call(layer, layer.calls[index], computed, depth)
+    return computed
+
+
+def _shape_of(producer, computed: dict) -> Any:
+    """The shape of the tensor ``producer`` made, re-derived when it was re-run."""
+    layer, index, position = producer
+    key = (id(layer), index)
+    out = computed[key] if key in computed else layer.calls[index].output_shape
+    if isinstance(out, list):
+        return out[position]
+    return out
+
+
+def _inbound_shapes(record, computed: dict) -> Any:
+    """The (re-derived) input shapes of a recorded call, structured as recorded."""
+    parents = _input_parents(record)
+    if parents is None:
+        return record.input_shapes
+    inbound = [_shape_of(p, computed) for p in parents]
+    return inbound if isinstance(record.input_shapes, list) else inbound[0]
+
+
+def _input_parents(record) -> Optional[list]:
+    """The producers of a call's inputs: the first of its inbound tensors (positional
+    arguments come first, then keyword ones such as ``mask=``), None when they cannot be
+    matched to the recorded input shapes."""
+    recorded = record.input_shapes
+    if recorded is None:
+        return None
+    wanted = recorded if isinstance(recorded, list) else [recorded]
+    parents = record.parents[:len(wanted)]
+    if len(parents) != len(wanted) or [_shape_of(p, {}) for p in parents] != list(wanted):
+        return None
+    return parents
+
+
+def _rerun_call(layer, record, computed: dict, depth: int) -> Any:
+    """One recorded call of ``layer`` on the re-derived shapes of its inbound tensors."""
+    if [_shape_of(p, computed) for p in record.parents] == \
+            [_shape_of(p, {}) for p in record.parents]:
+        return record.output_shape  # nothing it reads changed
+    if isinstance(layer, TensorOp) and record.input_shapes is not None:
+        return _rerun_operation(record.input_shapes,
+                                [_shape_of(p, computed) for p in record.parents])
+    parents = _input_parents(record)
+    if parents is None or not isinstance(layer, (ModelLayer, LayerRef)):
+        raise UnresolvedArgument("inputs", f"layer '{layer.name}' cannot be re-run on the "
+                                           "new input shape")
+    shapes = _inbound_shapes(record, computed)
+    if isinstance(layer, ModelLayer):
+        return nested_output(layer.model, shapes, depth + 1)
+    out = registry.call(layer.instance, shapes)[0]
+    if isinstance(record.output_shape, list) and not isinstance(out, list):
+        from memlint.frontends.keras.models import _with_call_options
+        out = _with_call_options(layer, shapes, out, {"return_attention_scores": True})
+    return out
+
+
+def _rerun_operation(recorded: list, inbound: list) -> Any:
+    """``x + y`` on new shapes: the tensor operands replaced, scalars (shape ()) kept."""
+    from memlint.frontends.keras.models import broadcast_shapes
+    tensors = iter(inbound)
+    shapes = [shape if shape == () else next(tensors, shape) for shape in recorded]
+    out = shapes[0]
+    for shape in shapes[1:]:
+        out = broadcast_shapes(out, shape)
+    return out
 
 
 def sequential_step(layer, shape, depth: int = 0) -> Any:
@@ -92,15 +177,20 @@ def nested_activation_shapes(model, shapes, depth: int = 0) -> list:
             made.extend(as_shape_list(shape))
         finals = as_shape_list(shape)
     else:
+        computed = rerun_functional(model, shapes if isinstance(shapes, list) else [shapes],
+                                    depth)
         for layer, indices in functional_order(model.inputs, model.outputs):
             if layer.type == "InputLayer":
                 continue
             for index in sorted(indices):
                 record = layer.calls[index]
                 if isinstance(layer, ModelLayer) and record.input_shapes is not None:
-                    made += nested_activation_shapes(layer.model, record.input_shapes, depth + 1)
-                made.extend(as_shape_list(record.output_shape))
-        finals = [t.shape for t in model.outputs]
+                    made += nested_activation_shapes(
+                        layer.model, _inbound_shapes(record, computed), depth + 1)
+                made.extend(as_shape_list(computed.get((id(layer), index),
+                                                       record.output_shape)))
+        finals = [_shape_of(t.producer, computed) if t.producer else t.shape
+                  for t in model.outputs]
     for shape in finals:
         if shape in made:
             made.remove(shape)

@@ -15,7 +15,8 @@ from memlint.layers.base import LayerInstance, Unknown
 
 __all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
            "ModelLayer", "ModuleValue", "SequentialModel",
-           "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Unknown", "is_unknown"]
+           "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Partial", "Unknown",
+           "flatten_structure", "is_unknown"]
 
 
 def is_unknown(value: Any) -> bool:
@@ -161,6 +162,15 @@ class UserFunction:
 
 
 @dataclass(eq=False)
+class Partial:
+    """``functools.partial(func, *args, **kwargs)``: calling it adds the remembered arguments."""
+
+    func: Any
+    args: tuple
+    kwargs: dict
+
+
+@dataclass(eq=False)
 class ModuleValue:
     """A module of the user's own project, read with libcst and interpreted (never imported).
 
@@ -192,3 +202,19 @@ class BoundMethod:
 
     obj: Any
     method: str
+
+
+def flatten_structure(value: Any, depth: int = 0) -> list:
+    """The leaves of nested lists, tuples and dicts in the order Keras 3's ``tree.flatten``
+    gives them (dict values by sorted key, insertion order when keys do not sort)."""
+    if depth > 32:
+        return [value]
+    if isinstance(value, dict):
+        try:
+            keys = sorted(value)
+        except TypeError:
+            keys = list(value)
+        value = [value[k] for k in keys]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in flatten_structure(item, depth + 1)]
+    return [value]

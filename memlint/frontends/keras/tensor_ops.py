@@ -1,0 +1,398 @@
+"""Tensor functions on symbolic tensors: ``keras.ops.*``, ``keras.activations.*`` and, inside a
+traced ``call()``, their TensorFlow spellings (``tf.nn.relu``, ``tf.reduce_mean``, ...).
+
+Keras 3 turns each into an operation (not a layer): it takes part in the functional graph and
+takes a name from the counter it shares with layers (``ops.concatenate`` makes
+``concatenate``, so a later ``Concatenate`` layer is ``concatenate_1``), but is not listed in
+``model.layers``.  One shape rule per operation, registered in :data:`OPERATIONS`; a rule
+gets the call's arguments (tensors as their shapes) and returns the output shape, a list of
+shapes for several outputs, or raises ``LayerError`` where Keras refuses the input.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+from memlint.frontends.keras.values import Tensor, Unknown
+from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
+
+Rule = Callable[[list, dict], Any]
+
+# canonical function name -> (operation name stem, rule)
+OPERATIONS: dict = {}
+
+_PREFIXES = ("keras.ops.", "keras.ops.nn.", "keras.ops.numpy.", "keras.ops.math.")
+
+
+def _register(names: str, stem: Optional[str], rule: Rule, prefixes=_PREFIXES) -> None:
+    for name in names.split():
+        for prefix in prefixes:
+            OPERATIONS[prefix + name] = (stem or name, rule)
+
+
+def _arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
+    return args[index] if len(args) > index else kwargs.get(key, default)
+
+
+def _shape_of(value: Any) -> tuple:
+    """The shape of an operand: a tensor's (batch first), () for a Python number."""
+    if isinstance(value, tuple) and getattr(value, "is_shape", False):
+        return value
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return ()
+    raise UnresolvedArgument("x", "an operand is not a tensor or number known statically")
+
+
+def _axis(axis: Any, rank: int) -> int:
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise LayerError(f"axis {axis!r} is out of bounds for a tensor of rank {rank}")
+    return axis % rank
+
+
+def broadcast(*shapes: tuple) -> tuple:
+    """NumPy broadcasting as Keras 3 does it for symbolic shapes (``None`` is unknown)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*[(1,) * (rank - len(s)) + tuple(s) for s in shapes]):
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise LayerError(f"shapes {', '.join(format_shape(s) for s in shapes)} cannot "
+                             "be broadcast together")
+        if known:
+            out.append(known.pop())
+        else:
+            out.append(None if None in dims else 1)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- rules
+
+def _same(args, kwargs):
+    return _shape_of(_arg(args, kwargs, 0, "x"))
+
+
+def _binary(args, kwargs):
+    return broadcast(_shape_of(_arg(args, kwargs, 0, "x1")), _shape_of(_arg(args, kwargs, 1, "x2")))
+
+
+def _where(args, kwargs):
+    return broadcast(*(_shape_of(_arg(args, kwargs, i, key))
+                       for i, key in enumerate(("condition", "x1", "x2"))))
+
+
+def _reduce(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    axis = _arg(args, kwargs, 1, "axis")
+    keepdims = _arg(args, kwargs, 2, "keepdims", False)
+    if axis is None:
+        axes = set(range(len(shape)))
+    else:
+        axes = {_axis(a, len(shape)) for a in (axis if isinstance(axis, (list, tuple)) else [axis])}
+    if keepdims is True:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _matmul(args, kwargs):
+    a, b = _shape_of(_arg(args, kwargs, 0, "x1")), _shape_of(_arg(args, kwargs, 1, "x2"))
+    if not a or not b:
+        raise LayerError("matmul of a scalar")
+    a1, b1 = len(a) == 1, len(b) == 1
+    a, b = ((1,) + a if a1 else a), (b + (1,) if b1 else b)
+    if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
+        raise LayerError(f"matmul of {format_shape(a)} and {format_shape(b)}: inner "
+                         "dimensions differ")
+    out = broadcast(a[:-2], b[:-2]) + (a[-2], b[-1])
+    if a1:
+        out = out[:-2] + out[-1:]
+    if b1:
+        out = out[:-1]
+    return out
+
+
+def _reshape(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    target = _arg(args, kwargs, 1, "newshape")
+    if isinstance(target, int):
+        target = (target,)
+    if not isinstance(target, (list, tuple)) or not all(
+            d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in target):
+        raise UnresolvedArgument("newshape", "the new shape is not known statically")
+    dims = [-1 if d is None else d for d in target]
+    if dims.count(-1) > 1:
+        if dims[0] == -1 and dims[1:].count(-1) == 1 and shape and shape[0] is None:
+            dims[0] = None  # (batch, ..., -1): the batch stays the batch
+        else:
+            raise UnresolvedArgument("newshape", "more than one dimension is inferred")
+    total = math.prod(d for d in shape if d is not None) if None not in shape[1:] else None
+    known = math.prod(d for d in dims if d not in (-1, None))
+    if -1 in dims:
+        i = dims.index(-1)
+        if None in dims or (shape and shape[0] is None and i != 0):
+            if total is None or known == 0 or total % known:
+                raise UnresolvedArgument("newshape", "the inferred dimension is not known")
+            dims[i] = total // known
+        else:
+            dims[i] = None  # the batch dimension
+    return tuple(dims)
+
+
+def _transpose(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    axes = _arg(args, kwargs, 1, "axes")
+    if axes is None:
+        return tuple(reversed(shape))
+    if sorted(_axis(a, len(shape)) for a in axes) != list(range(len(shape))):
+        raise LayerError(f"axes {axes!r} are not a permutation of the tensor's axes")
+    return tuple(shape[_axis(a, len(shape))] for a in axes)
+
+
+def _expand_dims(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    axis = _arg(args, kwargs, 1, "axis")
+    out = list(shape)
+    for a in sorted(_axis(a, len(shape) + 1) for a in (axis if isinstance(axis, (list, tuple))
+                                                       else [axis])):
+        out.insert(a, 1)
+    return tuple(out)
+
+
+def _squeeze(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    axis = _arg(args, kwargs, 1, "axis")
+    if axis is None:
+        return tuple(d for d in shape if d != 1)
+    axes = {_axis(a, len(shape)) for a in (axis if isinstance(axis, (list, tuple)) else [axis])}
+    if any(shape[a] not in (1, None) for a in axes):
+        raise LayerError(f"cannot squeeze an axis of size other than 1 in {format_shape(shape)}")
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _operands(args, kwargs, key="xs") -> list:
+    values = _arg(args, kwargs, 0, key)
+    if not isinstance(values, (list, tuple)) or not values:
+        raise UnresolvedArgument(key, "the list of tensors is not known statically")
+    return [_shape_of(v) for v in values]
+
+
+def _concatenate(args, kwargs):
+    shapes = _operands(args, kwargs)
+    axis = _axis(_arg(args, kwargs, 1, "axis", 0), len(shapes[0]))
+    if any(len(s) != len(shapes[0]) for s in shapes):
+        raise LayerError("tensors of different ranks cannot be concatenated")
+    size = 0
+    for s in shapes:
+        size = None if size is None or s[axis] is None else size + s[axis]
+    rest = broadcast(*[s[:axis] + (1,) + s[axis + 1:] for s in shapes])
+    return rest[:axis] + (size,) + rest[axis + 1:]
+
+
+def _stack(args, kwargs):
+    shapes = _operands(args, kwargs, "x")
+    base = broadcast(*shapes)
+    axis = _axis(_arg(args, kwargs, 1, "axis", 0), len(base) + 1)
+    return base[:axis] + (len(shapes),) + base[axis:]
+
+
+def _split(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    sections = _arg(args, kwargs, 1, "indices_or_sections")
+    axis = _axis(_arg(args, kwargs, 2, "axis", 0), len(shape))
+    size = shape[axis]
+    if isinstance(sections, int) and not isinstance(sections, bool):
+        if size is not None and (sections <= 0 or size % sections):
+            raise LayerError(f"axis of size {size} cannot be split into {sections} equal parts")
+        part = None if size is None else size // sections
+        return [shape[:axis] + (part,) + shape[axis + 1:]] * sections
+    if isinstance(sections, (list, tuple)) and size is not None:
+        bounds = [0, *sections, size]
+        return [shape[:axis] + (max(min(b, size) - min(a, size), 0),) + shape[axis + 1:]
+                for a, b in zip(bounds, bounds[1:])]
+    raise UnresolvedArgument("indices_or_sections", "the split is not known statically")
+
+
+def _einsum(args, kwargs):
+    equation = args[0] if args else None
+    if not isinstance(equation, str) or "->" not in equation or "." in equation:
+        raise UnresolvedArgument("subscripts", "only explicit equations ('ij,jk->ik') are "
+                                               "evaluated")
+    inputs, output = equation.replace(" ", "").split("->")
+    terms = inputs.split(",")
+    shapes = [_shape_of(v) for v in args[1:]]
+    if len(terms) != len(shapes):
+        raise LayerError(f"the equation names {len(terms)} operands, {len(shapes)} given")
+    sizes: dict = {}
+    for term, shape in zip(terms, shapes):
+        if len(term) != len(shape):
+            raise LayerError(f"'{term}' does not match an operand of rank {len(shape)}")
+        for letter, dim in zip(term, shape):
+            if dim is not None and sizes.get(letter) not in (None, dim, 1) and dim != 1:
+                raise LayerError(f"dimension '{letter}' has sizes {sizes[letter]} and {dim}")
+            if dim is not None and sizes.get(letter) in (None, 1):
+                sizes[letter] = dim
+            sizes.setdefault(letter, None)
+    return tuple(sizes.get(letter) for letter in output)
+
+
+def _one_hot(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    classes = _arg(args, kwargs, 1, "num_classes")
+    axis = _arg(args, kwargs, 2, "axis", -1)
+    if not isinstance(classes, int):
+        raise UnresolvedArgument("num_classes", "not known statically")
+    out = list(shape)
+    out.insert(_axis(axis, len(shape) + 1), classes)
+    return tuple(out)
+
+
+def _tile(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    reps = _arg(args, kwargs, 1, "repeats")
+    reps = (reps,) if isinstance(reps, int) else reps
+    if not isinstance(reps, (list, tuple)) or not all(isinstance(r, int) for r in reps):
+        raise UnresolvedArgument("repeats", "not known statically")
+    rank = max(len(shape), len(reps))
+    shape = (1,) * (rank - len(shape)) + tuple(shape)
+    reps = (1,) * (rank - len(reps)) + tuple(reps)
+    return tuple(None if d is None else d * r for d, r in zip(shape, reps))
+
+
+def _repeat(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    times = _arg(args, kwargs, 1, "repeats")
+    axis = _arg(args, kwargs, 2, "axis")
+    if not isinstance(times, int) or axis is None:
+        raise UnresolvedArgument("repeats", "only an int repeat along one axis is evaluated")
+    a = _axis(axis, len(shape))
+    return shape[:a] + (None if shape[a] is None else shape[a] * times,) + shape[a + 1:]
+
+
+def _pad(args, kwargs):
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    widths = _arg(args, kwargs, 1, "pad_width")
+    if isinstance(widths, (list, tuple)) and len(widths) == len(shape) and all(
+            isinstance(w, (list, tuple)) and len(w) == 2 and all(isinstance(v, int) for v in w)
+            for w in widths):
+        return tuple(None if d is None else d + w[0] + w[1] for d, w in zip(shape, widths))
+    raise UnresolvedArgument("pad_width", "only ((before, after), ...) per axis is evaluated")
+
+
+def _getitem(args, kwargs):
+    """``x[:, 1:3]``, ``x[..., 0]``, ``x[:, None]``: NumPy basic indexing."""
+    shape, key = _shape_of(args[0]), args[1]
+    key = key if isinstance(key, tuple) and not getattr(key, "is_shape", False) else (key,)
+    if not all(k is None or k is Ellipsis or isinstance(k, slice) or
+               (isinstance(k, int) and not isinstance(k, bool)) for k in key):
+        raise UnresolvedArgument("index", "only ints, slices, None and ... are evaluated")
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if key.count(Ellipsis) > 1 or used > len(shape):
+        raise LayerError(f"too many indices for a tensor of rank {len(shape)}")
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (len(shape) - used) + key[i + 1:]
+    else:
+        key = key + (slice(None),) * (len(shape) - used)
+    out, axis = [], 0
+    for k in key:
+        if k is None:
+            out.append(1)
+            continue
+        if axis >= len(shape):
+            break
+        dim = shape[axis]
+        axis += 1
+        if isinstance(k, int):
+            if dim is not None and not -dim <= k < dim:
+                raise LayerError(f"index {k} is out of bounds for an axis of size {dim}")
+            continue
+        if k.step == 0:
+            raise LayerError("slice step cannot be zero")
+        if dim is None:
+            out.append(None)
+        else:
+            out.append(len(range(*k.indices(dim))))
+    return tuple(out) + tuple(shape[axis:])
+
+
+_UNARY = ("relu relu6 sigmoid tanh gelu silu elu selu softplus softsign leaky_relu "
+          "hard_sigmoid hard_silu log_sigmoid exp log sqrt rsqrt square negative erf softmax "
+          "log_softmax cast stop_gradient clip normalize sign floor ceil round sin cos "
+          "reciprocal zeros_like ones_like flip sort cumsum")
+_register(_UNARY, None, _same)
+_register("swish", "silu", _same)
+_register("hard_swish", "hard_silu", _same)
+_register("abs absolute", "absolute", _same)
+_register("add subtract multiply divide true_divide maximum minimum power", None, _binary)
+_register("where", None, _where)
+_register("mean sum max min prod std var logsumexp argmax argmin", None, _reduce)
+_register("matmul", None, _matmul)
+_register("reshape", None, _reshape)
+_register("transpose", None, _transpose)
+_register("expand_dims", None, _expand_dims)
+_register("squeeze", None, _squeeze)
+_register("concatenate", None, _concatenate)
+_register("stack", None, _stack)
+_register("split", None, _split)
+_register("einsum", None, _einsum)
+_register("one_hot", None, _one_hot)
+_register("tile", None, _tile)
+_register("repeat", None, _repeat)
+_register("pad", None, _pad)
+# keras.activations.X(tensor): relu is its own operation (ReLU -> 're_lu'), the others call
+# the keras.ops function of the same name
+_ACTIVATIONS = ("keras.activations.",)
+_register("relu", "re_lu", _same, _ACTIVATIONS)
+_register("gelu silu elu selu softplus softsign tanh sigmoid softmax hard_sigmoid log_softmax "
+          "relu6 leaky_relu hard_silu log_sigmoid", None, _same, _ACTIVATIONS)
+_register("swish", "silu", _same, _ACTIVATIONS)
+_register("exponential", "exp", _same, _ACTIVATIONS)
+# TensorFlow spellings (valid only on real tensors, i.e. inside a traced call())
+_TF = ("tensorflow.nn.", "tensorflow.math.", "tensorflow.")
+_register("relu relu6 sigmoid tanh gelu elu selu softplus softsign softmax log_softmax exp "
+          "sqrt rsqrt square erf sign floor ceil round sin cos", None, _same, _TF)
+_register("add subtract multiply divide maximum minimum", None, _binary, _TF)
+_register("reshape", None, _reshape, ("tensorflow.",))
+_register("matmul", None, _matmul, ("tensorflow.", "tensorflow.linalg."))
+_register("einsum", None, _einsum, ("tensorflow.",))
+_register("transpose", None, _transpose, ("tensorflow.",))
+_register("expand_dims", None, _expand_dims, ("tensorflow.",))
+_register("squeeze", None, _squeeze, ("tensorflow.",))
+_register("stack", None, _stack, ("tensorflow.",))
+for _tf_name, _stem in (("reduce_mean", "mean"), ("reduce_sum", "sum"), ("reduce_max", "max"),
+                        ("reduce_min", "min"), ("reduce_prod", "prod"),
+                        ("reduce_logsumexp", "logsumexp")):
+    OPERATIONS["tensorflow." + _tf_name] = OPERATIONS["tensorflow.math." + _tf_name] = \
+        (_stem, _reduce)
+OPERATIONS["tensorflow.concat"] = ("concatenate", _concatenate)
+OPERATIONS["operator.getitem"] = ("get_item", _getitem)  # tensor[...]
+
+
+def is_operation(name: str) -> bool:
+    return name in OPERATIONS
+
+
+def operation_shape(name: str, args: list, kwargs: dict) -> tuple:
+    """(operation name stem, output shape or list of shapes) for ``name(*args, **kwargs)``;
+    raises UnresolvedArgument / LayerError.  Tensors are given as :class:`Tensor`."""
+    stem, rule = OPERATIONS[name]
+    return stem, rule([_as_operand(a) for a in args],
+                      {k: _as_operand(v) for k, v in kwargs.items()})
+
+
+class _ShapeOperand(tuple):
+    """A tensor's shape standing for the tensor in a rule (plain tuples are arguments)."""
+
+    is_shape = True
+
+
+def _as_operand(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        if value.shape is None:
+            raise UnresolvedArgument("x", value.reason or "an input's shape is not known")
+        return _ShapeOperand(value.shape)
+    if isinstance(value, list):
+        return [_as_operand(v) for v in value]
+    if isinstance(value, Unknown):
+        raise UnresolvedArgument("argument", value.reason)
+    return value

@@ -1,0 +1,75 @@
+"""Shape rules of keras.ops functions and tensor indexing on symbolic tensors.
+
+Expected shapes are what Keras 3.15 gives for the same calls on ``keras.Input((4, 6))`` and
+``keras.Input((6, 5))`` (recorded from real Keras; the fixtures keras3_ops_in_functional.py
+and keras3_tensor_slicing.py check the same against the oracle)."""
+
+import pytest
+
+from memlint.frontends.keras import analyze_source
+from memlint.frontends.keras.tensor_ops import operation_shape
+from memlint.frontends.keras.values import Tensor
+from memlint.layers.base import LayerError, UnresolvedArgument
+
+X = Tensor((None, 4, 6))
+Y = Tensor((None, 6, 5))
+
+CASES = [
+    ("keras.ops.relu", [X], {}, (None, 4, 6)),
+    ("keras.ops.mean", [X], {"axis": 1}, (None, 6)),
+    ("keras.ops.sum", [X], {"axis": -1, "keepdims": True}, (None, 4, 1)),
+    ("keras.ops.mean", [X], {}, ()),
+    ("keras.ops.argmax", [X], {"axis": -1}, (None, 4)),
+    ("keras.ops.matmul", [X, Y], {}, (None, 4, 5)),
+    ("keras.ops.reshape", [X, (-1, 24)], {}, (None, 24)),
+    ("keras.ops.transpose", [X, (0, 2, 1)], {}, (None, 6, 4)),
+    ("keras.ops.expand_dims", [X, 1], {}, (None, 1, 4, 6)),
+    ("keras.ops.concatenate", [[X, X]], {"axis": -1}, (None, 4, 12)),
+    ("keras.ops.stack", [[X, X]], {"axis": 1}, (None, 2, 4, 6)),
+    ("keras.ops.einsum", ["bij,bjk->bik", X, Y], {}, (None, 4, 5)),
+    ("keras.ops.tile", [X, (1, 2, 1)], {}, (None, 8, 6)),
+    ("keras.ops.repeat", [X, 2], {"axis": 1}, (None, 8, 6)),
+    ("keras.ops.pad", [X, ((0, 0), (1, 1), (0, 0))], {}, (None, 6, 6)),
+    ("keras.ops.split", [X, 2], {"axis": -1}, [(None, 4, 3), (None, 4, 3)]),
+    ("keras.ops.where", [X, X, 0.0], {}, (None, 4, 6)),
+    ("keras.ops.subtract", [X, 1.0], {}, (None, 4, 6)),
+    ("operator.getitem", [X, (slice(None), slice(1, 3))], {}, (None, 2, 6)),
+    ("operator.getitem", [X, (slice(None), 0)], {}, (None, 6)),
+    ("operator.getitem", [X, (Ellipsis, slice(None, 2))], {}, (None, 4, 2)),
+    ("operator.getitem", [X, (slice(None), None, slice(None), slice(2, None))], {},
+     (None, 1, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,expected", CASES,
+                         ids=[f"{c[0].rsplit('.', 1)[-1]}-{i}" for i, c in enumerate(CASES)])
+def test_operation_shapes_match_keras(name, args, kwargs, expected):
+    assert operation_shape(name, args, kwargs)[1] == expected
+
+
+@pytest.mark.parametrize("name,args", [
+    ("keras.ops.matmul", [X, X]),  # inner dimensions 6 and 4
+    ("operator.getitem", [X, (slice(None), 7)]),  # index out of range on an axis of 4
+    ("keras.ops.concatenate", [[X, Y]]),  # axis 0 default: other axes differ
+])
+def test_inputs_keras_refuses_raise(name, args):
+    with pytest.raises(LayerError):
+        operation_shape(name, args, {})
+
+
+def test_unknown_arguments_are_unresolved():
+    with pytest.raises(UnresolvedArgument):
+        operation_shape("keras.ops.reshape", [X, "not a shape"], {})
+
+
+def test_operations_take_names_from_the_layer_counter():
+    source = ("import keras\nfrom keras import layers, ops\n"
+              "x = keras.Input((4, 6))\n"
+              "y = ops.concatenate([x, x], axis=-1)\n"
+              "z = layers.Concatenate()([y, y])\n"
+              "m = keras.Model(x, layers.Activation('relu')(x[:, :, 3:]))\n"
+              "n = keras.Model(x, z)\n")
+    models = {g.variable: g for g in analyze_source(source, "f.py").models}
+    assert [l.name for l in models["n"].layers] == ["input_layer", "concatenate_1"]
+    assert models["n"].layers[-1].output_shape == (None, 4, 24)
+    assert models["m"].layers[-1].output_shape == (None, 4, 3)
