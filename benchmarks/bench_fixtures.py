@@ -58,7 +58,8 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "memlint")],
                    env=environment(), check=True)
     fixtures = sorted(p for p in (ROOT / "fixtures").rglob("*.py")
-                      if "invalid" not in p.relative_to(ROOT / "fixtures").parts)
+                      if "invalid" not in p.relative_to(ROOT / "fixtures").parts
+                      and not (p.parent / "__init__.py").exists())  # package modules
     rows = []
     py = sys.executable
     for path in fixtures:
