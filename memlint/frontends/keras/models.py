@@ -10,8 +10,9 @@ import memlint.layers as registry
 from memlint.frontends.keras import classes, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
-                                            OpaqueLayer, SequentialModel, Tensor, TensorOp,
-                                            Unknown, flatten_structure, is_unknown)
+                                            OpaqueLayer, Partial, SequentialModel, Tensor,
+                                            TensorOp, Unknown, UserFunction, flatten_structure,
+                                            is_unknown)
 from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, model_layers,
                                             nested_output, sequential_input,
                                             sequential_step)
@@ -77,7 +78,54 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
                            keras3_input_arg=keras3_input)
     ref = LayerRef(instance, kind.class_name, name, loc, hint, keras3_input_arg=keras3_input)
     ref.dtype_policy = (state.dtype_policy, state.dtype_source)
+    if kind.class_name == "Lambda":
+        ref.callables = _lambda_callables(args, kwargs)
     return ref
+
+
+def _lambda_callables(args: list, kwargs: dict) -> dict:
+    """The functions of the analysed code a Lambda layer was given (Keras evaluates them)."""
+    function = args[0] if args else kwargs.get("function")
+    output_shape = kwargs.get("output_shape", args[1] if len(args) > 1 else None)
+    out = {}
+    if isinstance(function, (UserFunction, Partial)):
+        out["function"] = function
+    if isinstance(output_shape, (UserFunction, Partial)):
+        out["output_shape"] = output_shape
+    return out
+
+
+def _resolve_lambda(interp, layer: LayerRef, inputs: Any, node) -> None:
+    """A Lambda whose shape comes from a function: Keras 3 calls a callable ``output_shape``
+    on the input shape (batch included), or else traces the function on the inputs; the
+    interpreter does the same, and the layer's config gets the shape for this call."""
+    tensors = inputs if isinstance(inputs, list) else [inputs]
+    if not all(isinstance(t, Tensor) and t.shape is not None for t in tensors):
+        return
+    shapes = [t.shape for t in tensors] if isinstance(inputs, list) else tensors[0].shape
+    if "output_shape" in layer.callables:
+        result = calls_module().call(interp, layer.callables["output_shape"], [shapes], {},
+                                     node)
+        full = tuple(result) if isinstance(result, (tuple, list)) and all(
+            d is None or isinstance(d, int) for d in result) else None
+    elif "function" in layer.callables:
+        interp.tracing = getattr(interp, "tracing", 0) + 1
+        try:
+            result = calls_module().call(interp, layer.callables["function"], [inputs], {},
+                                         node)
+        finally:
+            interp.tracing -= 1
+        full = tuple(result.shape) if isinstance(result, Tensor) and result.shape else None
+    else:
+        return
+    if full:
+        config = {"output_shape": full[1:], "unresolved": None}
+        layer.instance = replace(layer.instance, config=config)
+
+
+def calls_module():
+    from memlint.frontends.keras import calls
+    return calls
 
 
 def _input_hint(type_name: str, args: list, kwargs: dict) -> Optional[tuple]:
@@ -213,6 +261,8 @@ def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
     # they decide the layer order even when they do not change the output shape
     parents = _producers(list(args)) + _producers([kwargs[k] for k in sorted(kwargs)])
     options = {k: v for k, v in kwargs.items() if k in _CALL_OPTIONS}
+    if isinstance(layer, LayerRef) and layer.callables:
+        _resolve_lambda(interp, layer, inputs, node)
     return apply(interp.state, layer, inputs, interp.location(node), parents, options)
 
 

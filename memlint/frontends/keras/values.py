@@ -65,6 +65,9 @@ class LayerRef:
     # input_shape= / input_dim= given: Keras 3 makes an InputLayer for the Sequential it starts
     # (input_length= and batch_input_shape= are Keras 1/2 only and do not)
     keras3_input_arg: bool = False
+    # functions given to the layer that decide its shape (Lambda's function and callable
+    # output_shape), evaluated on each call's input by the interpreter
+    callables: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False)
