@@ -4,6 +4,8 @@ Expected values are what real Keras 3 reports (checked with tensorflow-cpu 2.20 
 the fixtures ``fixtures/subclass_*.py`` are compared with real Keras by the oracle tests.
 """
 
+import pytest
+
 from memlint.frontends.keras import analyze_source
 
 HEADER = (
@@ -171,11 +173,13 @@ def test_ops_shape_and_arange_inside_call():
     assert summary(got["m"])[1] == ("pos_emb", "PosEmb", (None, 12, 6), 72, 0)
 
 
-def test_other_classes_are_still_not_evaluated():
+def test_plain_classes_are_config_objects_and_other_classes_not_evaluated():
     result = analyze("class Config(object):\n    units = 3\n"
-                     "m = keras.Sequential([keras.Input((2,)), layers.Dense(1)])\n")
-    assert ("class", "Config") in [(d[0], d[1]) for d in result.definitions]
-    assert len(result.models) == 1
+                     "class Point(tuple):\n    pass\n"
+                     "m = keras.Sequential([keras.Input((2,)), layers.Dense(Config.units)])\n")
+    assert [(d[0], d[1]) for d in result.definitions if d[0] == "class"] == [("class", "Point")]
+    (model,) = result.models
+    assert model.layers[-1].output_shape == (None, 3)
 
 
 def test_class_attributes_properties_and_activations_kept_inside():
@@ -224,8 +228,9 @@ def test_models_inside_a_subclassed_model_and_self_recursion():
     assert result.internal_errors == []
     got = {graph.variable: graph for graph in result.models}
     assert set(got) == {"outer", "m"}
-    assert summary(got["outer"]) == [("inner", "Inner", (None, 2), 12, 0),
-                                     ("sequential", "Sequential", (None, 3), 9, 0)]
+    # a first call on a numpy batch of 2 builds with that batch, as Keras records it
+    assert summary(got["outer"]) == [("inner", "Inner", (2, 2), 12, 0),
+                                     ("sequential", "Sequential", (2, 3), 9, 0)]
     assert got["m"].layers[1].output_shape is None  # recursion stops at the depth cap
 
 
@@ -248,3 +253,152 @@ def test_freezing_a_subclassed_model_freezes_its_layers():
     got = models(SCALE + MODEL + "m = MyModel()\nm(keras.Input((6,)))\nm.trainable = False\n")
     assert [(layer.trainable_params, layer.non_trainable_params) for layer in got["m"].layers] \
         == [(0, 56), (0, 36), (0, 20), (0, 7), (0, 10)]
+
+
+# Keras 3 ``Tracker.track`` (keras/src/utils/tracking.py) on ``self.attr = value``: a layer
+# joins ``model.layers`` the first time it is seen; a list or dict becomes a tracking copy
+# whose later append / item assignment track then; a replaced attribute's old layer stays.
+TRACKING = (
+    "class Net(keras.Model):\n"
+    "    def __init__(self, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.a = layers.Dense(1, name='a')\n"
+    "        self.convs = []\n"
+    "        self.pools = {}\n"
+    "        for i in range(2):\n"
+    "            self.convs.append(layers.Dense(1, name=f'c{i}'))\n"
+    "            self.pools[f'p{i}'] = layers.Dense(1, name=f'p{i}')\n"
+    "        self.a = layers.Dense(1, name='a2')\n"
+    "        self.again = self.convs[0]\n"
+    "        alias = []\n"
+    "        self.alias = alias\n"
+    "        alias.append(layers.Dense(1, name='not_tracked'))\n"
+    "        self.nested = [[layers.Dense(1, name='n0')], (layers.Dense(1, name='t0'),)]\n"
+    "        self.nested[0].append(layers.Dense(1, name='n1'))\n"
+    "        self.last = layers.Dense(1, name='last')\n"
+    "    def call(self, x):\n"
+    "        return self.last(x)\n"
+    "net = Net()\n"
+    "net(keras.Input((3,)))\n"
+)
+
+
+def test_layers_are_listed_in_keras_tracking_order():
+    got = models(TRACKING)
+    assert [layer.name for layer in got["net"].layers] == [
+        "a", "c0", "p0", "c1", "p1", "a2", "n0", "t0", "n1", "last"]
+
+
+DICT_OUT = (
+    "class Heads(keras.Model):\n"
+    "    def __init__(self, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.trunk = layers.Dense(4)\n"
+    "        self.heads = {t: layers.Dense(n, name=t) for t, n in (('b', 2), ('a', 3))}\n"
+    "    def call(self, x):\n"
+    "        h = self.trunk(x)\n"
+    "        return {t: head(h) for t, head in self.heads.items()}\n"
+    "class Pair(keras.Model):\n"
+    "    def __init__(self, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.d = layers.Dense(5)\n"
+    "    def call(self, x):\n"
+    "        return {'x': x, 'y': self.d(x)}\n"
+    "heads = Heads()\n"
+    "heads(keras.Input(shape=(3,)))\n"
+    "pair = Pair()\n"
+    "pair(keras.Input(shape=(2,)))\n"
+)
+
+
+def test_call_may_return_a_dict_of_tensors():
+    result = analyze(DICT_OUT)
+    got = {graph.variable: graph for graph in result.models}
+    assert summary(got["heads"]) == [
+        ("dense", "Dense", (None, 4), 16, 0),
+        ("b", "Dense", (None, 2), 10, 0),
+        ("a", "Dense", (None, 3), 15, 0)]
+    assert summary(got["pair"]) == [("dense_1", "Dense", (None, 5), 15, 0)]
+    assert not [d for d in result.diagnostics if d.code.startswith("MEM9")]
+
+
+
+def test_first_call_on_a_numpy_batch_keeps_its_batch_size():
+    # Keras runs the call eagerly and records the real shapes: (2, 4), not (None, 4)
+    got = models(
+        "class M(keras.Model):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.d = layers.Dense(4)\n"
+        "        self.e = layers.Dense(2)\n"
+        "    def call(self, x):\n"
+        "        return self.e(self.d(x))\n"
+        "m = M()\n"
+        "m(np.zeros((2, 3)))\n")
+    assert got["m"].input_shapes == [(2, 3)]
+    assert summary(got["m"]) == [("dense", "Dense", (2, 4), 16, 0),
+                                 ("dense_1", "Dense", (2, 2), 10, 0)]
+
+
+def test_first_call_on_a_dict_of_inputs():
+    result = analyze(
+        "class M(keras.Model):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.d = layers.Dense(4)\n"
+        "        self.c = layers.Concatenate()\n"
+        "    def call(self, inputs):\n"
+        "        return self.d(self.c([inputs['a'], inputs['b']]))\n"
+        "m = M()\n"
+        "m({'b': keras.Input(shape=(2,)), 'a': keras.Input(shape=(3,))})\n")
+    assert summary(result.models[0]) == [("dense", "Dense", (None, 4), 24, 0),
+                                         ("concatenate", "Concatenate", (None, 5), 0, 0)]
+    assert not [d for d in result.diagnostics if d.code.startswith("MEM9")]
+
+
+def test_time_distributed_of_a_model_or_of_a_layer_class():
+    # Keras: a model inside TimeDistributed owns its weights; a Layer subclass is built with
+    # its build() alone (the Conv2D made in __init__ stays unbuilt) and its per-step shape
+    # comes from compute_output_shape, call() is not run
+    result = analyze(
+        "def encoder():\n"
+        "    frame = keras.Input(shape=(8, 8, 3))\n"
+        "    x = layers.Conv2D(4, 3)(frame)\n"
+        "    return keras.Model(frame, layers.GlobalAveragePooling2D()(x), name='enc')\n"
+        "class Frame(layers.Layer):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.conv = layers.Conv2D(4, 3)\n"
+        "        self.pool = layers.GlobalAveragePooling2D()\n"
+        "    def build(self, input_shape):\n"
+        "        self.scale = self.add_weight(shape=(input_shape[-1],))\n"
+        "    def call(self, x):\n"
+        "        return self.pool(self.conv(x))\n"
+        "    def compute_output_shape(self, input_shape):\n"
+        "        return (input_shape[0], 4)\n"
+        "clips = keras.Input(shape=(5, 8, 8, 3))\n"
+        "a = layers.TimeDistributed(encoder(), name='td_model')(clips)\n"
+        "b = layers.TimeDistributed(Frame(), name='td_layer')(clips)\n"
+        "video = keras.Model(clips, layers.Concatenate()([a, b]))\n")
+    got = {graph.variable: graph for graph in result.models}
+    assert summary(got["video"]) == [
+        ("input_layer", "InputLayer", (None, 5, 8, 8, 3), 0, 0),
+        ("td_model", "TimeDistributed", (None, 5, 4), 112, 0),
+        ("td_layer", "TimeDistributed", (None, 5, 4), 3, 0),
+        ("concatenate", "Concatenate", (None, 5, 8), 0, 0)]
+    assert not [d for d in result.diagnostics if d.code in ("MEM900", "MEM901")]
+
+
+def test_time_distributed_layer_class_needs_compute_output_shape():
+    # Keras raises NotImplementedError when the wrapped layer has no compute_output_shape
+    result = analyze(
+        "class Frame(layers.Layer):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.conv = layers.Conv2D(4, 3)\n"
+        "    def call(self, x):\n"
+        "        return self.conv(x)\n"
+        "clips = keras.Input(shape=(5, 8, 8, 3))\n"
+        "m = keras.Model(clips, layers.TimeDistributed(Frame())(clips))\n")
+    errors = [d.message for d in result.diagnostics if d.code == "MEM901"]
+    assert errors and "compute_output_shape" in errors[0] and len(errors[0]) < 300

@@ -17,6 +17,8 @@ import sys
 import pytest
 
 import memlint.layers as registry
+from memlint.ir import Weight
+from memlint.layers import base
 from memlint.layers.base import Args, LayerError, LayerInstance, Unknown, UnresolvedArgument
 from tests.conftest import require_keras
 
@@ -126,6 +128,43 @@ def test_time_distributed_of_an_unmodelled_layer_is_unresolved():
         registry.instantiate("TimeDistributed", Args([_Unmodelled()]))
     with pytest.raises(UnresolvedArgument):
         registry.instantiate("TimeDistributed", Args([Unknown("not known")]))
+
+
+class _Named:
+    name = "encoder"
+    big = "x" * 10_000  # a repr this long must not reach the message
+
+
+def test_time_distributed_of_a_non_layer_names_it_briefly():
+    with pytest.raises(LayerError) as exc:
+        registry.instantiate("TimeDistributed", Args([_Named()]))
+    assert "_Named 'encoder'" in str(exc.value) and len(str(exc.value)) < 200
+
+
+class _Frontend:
+    """What a frontend registers for its own objects (a model, a layer class of the file)."""
+
+    class_name = "Encoder"
+
+    def output_shape(self, shape):
+        return (shape[0], 8)
+
+    def weights(self, shape):
+        return [Weight("kernel", (shape[-1], 8)), Weight("bias", (8,))]
+
+    def saved_tensors(self, shape):
+        return [(shape[0], 16)]
+
+
+def test_time_distributed_applies_a_frontend_object_per_step(monkeypatch):
+    marker = object()
+    monkeypatch.setattr(base, "NESTED_ADAPTERS",
+                        [lambda v: _Frontend() if v is marker else None])
+    td = registry.instantiate("TimeDistributed", Args([marker]))
+    out, weights = _call(td, (None, 6, 3))
+    assert out == (None, 6, 8)
+    assert sum(w.size for w in weights) == 3 * 8 + 8
+    assert td.kind.saved_tensors(td.config, (None, 6, 3)) == [(None, 6, 16)]
 
 
 def test_time_distributed_saved_tensors_gain_the_time_axis(monkeypatch):

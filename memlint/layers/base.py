@@ -154,9 +154,47 @@ def nested_layer(value: Any, what: str, expected: str) -> dict:
         reason = getattr(value, "reason", None)
         if isinstance(reason, str):
             raise UnresolvedArgument(what, f"the {expected} is not modelled: {reason}")
-        raise LayerError(f"{what} must be {expected}, got {value!r}")
+        raise LayerError(f"{what} must be {expected}, got {brief(value)}")
     return {"class_name": instance.kind.name, "config": dict(instance.config),
             "trainable": instance.trainable}
+
+
+def brief(value: Any) -> str:
+    """A short name for a value in a message: its class, and its layer name when it has one."""
+    name = getattr(value, "name", None)
+    kind = getattr(value, "type", None)  # a frontend layer: its Keras class
+    if not isinstance(kind, str):
+        kind = getattr(getattr(value, "cls", None), "name", None)  # a class of the file
+    if not isinstance(kind, str):
+        kind = type(value).__name__
+    return f"{kind} '{name}'" if isinstance(name, str) else kind
+
+
+# A frontend's own layer-like objects (a model, a layer class of the analysed file) that a
+# wrapper accepts as its inner layer: each adapter maps a value to an object with
+# ``class_name``, ``output_shape(shape)``, ``weights(shape)`` and ``saved_tensors(shape)``,
+# or to None when the value is not its kind.
+NESTED_ADAPTERS: list = []
+
+
+def nested_object(value: Any) -> Optional[dict]:
+    """The description of a frontend object a wrapper applies (see ``NESTED_ADAPTERS``):
+    ``{"class_name", "config", "trainable", "object"}``, or None for anything else."""
+    for adapt in NESTED_ADAPTERS:
+        found = adapt(value)
+        if found is not None:
+            return {"class_name": found.class_name, "config": {}, "trainable": True,
+                    "object": found}
+    return None
+
+
+def nested_call(inner: dict, method: str, input_shape) -> Any:
+    """``output_shape`` / ``weights`` / ``saved_tensors`` of a nested layer description,
+    through the registry or through the frontend object it holds."""
+    found = inner.get("object")
+    if found is not None:
+        return getattr(found, method)(input_shape)
+    return getattr(REGISTRY[inner["class_name"]], method)(inner["config"], input_shape)
 
 
 REGISTRY: dict[str, LayerKind] = {}

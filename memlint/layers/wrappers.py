@@ -4,7 +4,9 @@
 (axis 1): the inner layer is built on the per-step shape ``(batch, *rest)``, so it owns the
 same weights as if called on one step, and the output puts the time axis back in second
 place.  Keras builds the inner layer and asks for its output shape directly, without calling
-it, so the inner layer's own input checks (``input_spec``) are not applied.
+it, so the inner layer's own input checks (``input_spec``) are not applied.  The inner layer
+may also be a model or a layer class of the analysed file: the frontend applies those
+(``NESTED_ADAPTERS`` in :mod:`memlint.layers.base`).
 
 ``Lambda(function, output_shape=None)`` runs an arbitrary function.  memlint never runs it, so
 its output shape is known only from ``output_shape``; Keras 3 takes that shape without the
@@ -17,7 +19,9 @@ from __future__ import annotations
 from memlint.ir import Weight
 from memlint.layers.base import (
     REGISTRY,
+    nested_call,
     nested_layer,
+    nested_object,
     Args,
     LayerError,
     LayerKind,
@@ -31,7 +35,11 @@ from memlint.layers.base import (
 # ---------------------------------------------------------------- TimeDistributed
 
 def _inner(value, wrapper: str) -> dict:
-    """The layer a wrapper applies per step, as a plain description; it must take one input."""
+    """The layer a wrapper applies per step, as a plain description; it must take one input.
+    A model, or a layer class of the analysed file, is applied through the frontend."""
+    found = nested_object(value)
+    if found is not None:
+        return found
     layer = nested_layer(value, f"{wrapper} layer", "a Keras layer instance")
     if REGISTRY[layer["class_name"]].multi_input:
         raise LayerError(f"{wrapper} passes one tensor per step, but {layer['class_name']} "
@@ -67,7 +75,7 @@ class TimeDistributed(LayerKind):
     def output_shape(self, config, input_shape):
         step = self._step_shape(input_shape)
         inner = config["layer"]
-        out = REGISTRY[inner["class_name"]].output_shape(inner["config"], step)
+        out = nested_call(inner, "output_shape", step)
         if isinstance(out, list):
             raise LayerError(
                 f"TimeDistributed needs a layer with one output, but {inner['class_name']} "
@@ -80,14 +88,14 @@ class TimeDistributed(LayerKind):
         inner = config["layer"]
         return [
             Weight(w.name, w.shape, trainable=w.trainable and inner["trainable"])
-            for w in REGISTRY[inner["class_name"]].weights(inner["config"], step)
+            for w in nested_call(inner, "weights", step)
         ]
 
     def saved_tensors(self, config, input_shape):
         # The inner layer runs on every step: each tensor it keeps gains the time axis.
         step = self._step_shape(input_shape)
         inner = config["layer"]
-        saved = REGISTRY[inner["class_name"]].saved_tensors(inner["config"], step)
+        saved = nested_call(inner, "saved_tensors", step)
         return [(s[0], input_shape[1], *s[1:]) for s in saved]
 
 

@@ -11,7 +11,8 @@ import math
 import re
 from typing import Any
 
-from memlint.frontends.keras import classes, models, nested, plain_objects, tensor_ops
+from memlint.frontends.keras import (classes, keras_utils, models, nested, plain_objects,
+                                    tensor_ops)
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
@@ -24,7 +25,7 @@ from memlint.ir import OptimizerSpec
 BUILTINS = frozenset({
     "range", "len", "int", "float", "str", "bool", "min", "max", "sum", "abs", "round",
     "list", "tuple", "dict", "print", "zip", "enumerate", "sorted", "reversed", "isinstance",
-    "divmod", "map", "getattr", "any", "all",
+    "divmod", "map", "getattr", "any", "all", "chr", "ord",
 })
 
 # Keras 2 functional merge helpers: keras.layers.add([a, b]) -> Add()([a, b])
@@ -168,14 +169,7 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
     if isinstance(func, classes.SuperCall):
         return classes.SuperProxy(func.obj)
     if isinstance(func, classes.ClassObject):
-        if _has_tensor(args, kwargs):
-            return models.call_layer(interp, classes.as_layer(func), args, kwargs, node)
-        data = args[0] if args else None
-        if func.cls.kind == "model" and isinstance(data, Array) and len(data.shape) >= 2:
-            loc = interp.location(node)
-            classes.trace_model(func, (None,) + tuple(data.shape[1:]),
-                                f"its call on data at line {loc.line}", loc)
-        return Unknown(f"result of calling {func.cls.name} on data")
+        return classes.call_object(interp, func, args, kwargs, node)
     if isinstance(func, classes.ClassLayer):
         return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, (SequentialModel, FunctionalModel)):
@@ -268,10 +262,15 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return classes.tensor_function(name, args, kwargs)
     if name.startswith("numpy."):
         return _numpy(name, args, kwargs)
+    value = keras_utils.utility(name, args, kwargs, state.context.data_format)
+    if value is not None:
+        return value
     if name in ("types.SimpleNamespace", "argparse.Namespace") and not args:
         return plain_objects.namespace(kwargs)
     if name == "argparse.ArgumentParser":
         return plain_objects.ArgumentParser(location=interp.location(node))
+    if name in ("copy.copy", "copy.deepcopy") and len(args) == 1:
+        return _copied(args[0], deep=name == "copy.deepcopy")
     if name == "functools.partial" and args:
         return Partial(args[0], tuple(args[1:]), dict(kwargs))
     if name == "builtins.getattr" and len(args) in (2, 3) and isinstance(args[1], str):
@@ -349,6 +348,10 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             return None
         if method == "copy" and not args:
             return dict(obj)
+        if method == "pop" and args and _hashable_key(args[0]):
+            if args[0] in obj:
+                return obj.pop(args[0])
+            return args[1] if len(args) > 1 else Unknown("pop of a missing key")
         if method == "setdefault" and args and _hashable_key(args[0]):
             return obj.setdefault(args[0], args[1] if len(args) > 1 else None)
     if isinstance(obj, str) and all(not is_unknown(a) for a in args):
@@ -448,6 +451,8 @@ def _as_dims(value) -> tuple | None:
 
 
 def _numpy(name: str, args: list, kwargs: dict):
+    if name == "numpy.linspace":
+        return _linspace(args, kwargs)
     dims = None
     if name in _NUMPY_DIMS_FUNCS:
         dims = _as_dims(tuple(args)) if args else ()
@@ -465,6 +470,23 @@ def _numpy(name: str, args: list, kwargs: dict):
     if dims is None:
         return Unknown(f"{name} is not evaluated")
     return Array(dims)
+
+
+def _linspace(args: list, kwargs: dict) -> Any:
+    """``np.linspace(start, stop, num)`` of plain numbers: its values (drop-path rates and
+    other per-block schedules), as a list of floats."""
+    start = args[0] if args else kwargs.get("start")
+    stop = args[1] if len(args) > 1 else kwargs.get("stop")
+    num = args[2] if len(args) > 2 else kwargs.get("num", 50)
+    endpoint = kwargs.get("endpoint", True)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, stop)) \
+            or not isinstance(num, int) or not 0 <= num <= MAX_SEQUENCE \
+            or not isinstance(endpoint, bool):
+        return Unknown("numpy.linspace of values not known statically")
+    if num == 1:
+        return [float(start)]
+    step = (stop - start) / ((num - 1) if endpoint else num)
+    return [float(start + i * step) for i in range(num)]
 
 
 # Field widths or precisions that could build a huge string: 10,000 or more, or taken from
@@ -511,6 +533,21 @@ _PLAIN_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": st
                 "builtins.dict": dict}
 
 
+def _copied(value: Any, deep: bool, depth: int = 0) -> Any:
+    """``copy.copy`` / ``copy.deepcopy`` of containers (layers and tensors stay themselves:
+    deep-copying them is not how model code uses it)."""
+    if depth > 32:
+        return Unknown("a structure nested too deeply to copy")
+    inner = (lambda v: _copied(v, deep, depth + 1)) if deep else (lambda v: v)
+    if isinstance(value, list):
+        return [inner(v) for v in value]
+    if isinstance(value, dict):
+        return {k: inner(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(inner(v) for v in value)
+    return value
+
+
 def _isinstance(value: Any, types: Any) -> Any:
     """``isinstance`` for plain Python values against the builtin types."""
     wanted = types if isinstance(types, tuple) else (types,)
@@ -549,10 +586,11 @@ def _builtin(state, name: str, args: list, kwargs: dict):
             return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
                          "sorted": sorted}[name](*args, **kwargs))
         if name in ("min", "max", "sum", "abs", "round", "int", "float", "str", "bool",
-                    "list", "tuple", "dict", "divmod", "any", "all"):
+                    "list", "tuple", "dict", "divmod", "any", "all", "chr", "ord"):
             fn = {"min": min, "max": max, "sum": sum, "abs": abs, "round": round, "int": int,
                   "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
-                  "dict": dict, "divmod": divmod, "any": any, "all": all}[name]
+                  "dict": dict, "divmod": divmod, "any": any, "all": all, "chr": chr,
+                  "ord": ord}[name]
             return fn(*args, **kwargs)
     except Exception:
         return Unknown(f"{name}() failed on these arguments")

@@ -2,10 +2,15 @@
 
 The class body is evaluated once (its methods are remembered, defaults evaluated as Python
 does); constructing the class runs ``__init__`` with ``self`` bound to a :class:`ClassObject`
-whose attributes are tracked in assignment order (Keras tracks sub-layers so).  Calling the
-object on tensors makes it one layer of its class name (:class:`ClassLayer`): ``build`` runs on
-the first call, ``call`` is traced on the input shapes, ``compute_output_shape`` is honoured
-when given, and its weights are its ``add_weight`` variables plus those of its sub-layers.
+whose sub-layers are tracked as Keras 3's ``Tracker`` does (``model.layers`` is the order in
+which each layer was first assigned, appended or set into a list or dict attribute).  Calling
+the object on tensors (one, or a list, tuple or dict of them) makes it one layer of its class
+name (:class:`ClassLayer`): ``build`` runs on the first call, ``call`` is traced on the input
+shapes (it may return a tensor, or a list, tuple or dict of them), ``compute_output_shape`` is
+honoured when given, and its weights are its ``add_weight`` variables plus those of its
+sub-layers.  A model's first call on NumPy data keeps the data's batch size, as Keras's eager
+call does.  Models and layer classes of the file can be wrapped in ``TimeDistributed``
+(:class:`WrappedInner`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.values import LayerRef, ModelLayer, Tensor, Unknown, UserFunction
+from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
+                                            SequentialModel, Tensor, Unknown, UserFunction)
 from memlint.ir import Location, Weight
 
 LAYER_BASES = {"keras.layers.Layer", "keras.Layer"}
@@ -44,6 +50,7 @@ class ClassObject:
     interp: Any
     name: Optional[str] = None
     attrs: dict = field(default_factory=dict)  # in assignment order
+    tracked: list = field(default_factory=list)  # sub-layers in Keras's tracking order
     own_weights: list = field(default_factory=list)  # Weight from add_weight
     built: bool = False
     trainable: bool = True
@@ -70,6 +77,7 @@ class ClassLayer:
     input_hint: Optional[tuple] = None
     dtype_policy: Optional[tuple] = None
     keras3_input_arg: bool = False
+    input_keys: Optional[list] = None  # the call now being traced had a dict of inputs
 
 
 @dataclass
@@ -214,7 +222,7 @@ def set_attribute(obj: ClassObject, attr: str, value: Any) -> None:
         for layer in tracked_layers(obj):
             set_trainable(layer, value)
         return
-    obj.attrs[attr] = value
+    obj.attrs[attr] = track(obj, value)
 
 
 def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> Any:
@@ -269,14 +277,61 @@ _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict"
                   "predict_on_batch", "predict_generator", "evaluate", "test_on_batch"}
 
 
-def trace_model(obj: ClassObject, shape: Any, source: str, loc: Location) -> None:
-    """The first call of a Model subclass on data or a shape: trace its call()."""
+def trace_model(obj: ClassObject, shape: Any, source: str, loc: Location,
+                keys: Optional[list] = None) -> None:
+    """The first call of a Model subclass on data or a shape: trace its call().  ``keys``:
+    the data was a dict (``shape`` then lists its values' shapes in that key order)."""
     from memlint.frontends.keras.models import apply
     if obj.input_shape is not None:
         return
     obj.input_shape, obj.input_source = shape, source
     inputs = [Tensor(tuple(s)) for s in shape] if isinstance(shape, list) else Tensor(shape)
-    apply(obj.interp.state, as_layer(obj), inputs, loc)
+    layer = as_layer(obj)
+    layer.input_keys = keys
+    try:
+        apply(obj.interp.state, layer, inputs, loc)
+    finally:
+        layer.input_keys = None
+
+
+def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any:
+    """``obj(inputs, ...)``.  On symbolic tensors (one, or a list, tuple or dict of them) it
+    is a layer call.  A model's first call on NumPy data runs eagerly in Keras, which then
+    records the data's real shapes, batch size included: call() is traced on those."""
+    from memlint.frontends.keras.models import call_layer
+    from memlint.frontends.keras.values import Array
+    data = args[0] if args else kwargs.get("inputs")
+    keys = _dict_keys(data)
+    flat = _flatten(data)
+    extra = _flatten(list(args[1:]) + list(kwargs.values()))
+    if any(isinstance(t, Tensor) for t in flat + extra):
+        layer = as_layer(obj)
+        if keys is not None:
+            args = [[data[k] for k in keys], *args[1:]] if args else [[data[k] for k in keys]]
+            kwargs = {k: v for k, v in kwargs.items() if k != "inputs"}
+        layer.input_keys = keys
+        try:
+            return call_layer(interp, layer, args, kwargs, node)
+        finally:
+            layer.input_keys = None
+    if obj.cls.kind == "model" and flat and all(
+            isinstance(a, Array) and len(a.shape) >= 1 for a in flat):
+        loc = interp.location(node)
+        shapes = [tuple(a.shape) for a in flat]
+        single = isinstance(data, Array)
+        trace_model(obj, shapes[0] if single else shapes,
+                    f"its call on data at line {loc.line}", loc, keys)
+    return Unknown(f"result of calling {obj.cls.name} on data")
+
+
+def _dict_keys(data: Any) -> Optional[list]:
+    """The keys of a dict of inputs in Keras's flattening order (sorted), else None."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return sorted(data)
+    except TypeError:
+        return list(data)
 
 
 def model_graph(state, obj: ClassObject, input_override=None):
@@ -329,22 +384,34 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     node = _LocNode(node_loc)
     if obj.cls.kind == "model" and obj.input_shape is None:
         obj.input_shape, obj.input_source = shapes, f"its first call at line {node_loc.line}"
-    if not obj.built:
-        obj.built = True
-        build = obj.cls.methods.get("build")
-        if build is not None:
-            run_method(interp, obj, build, [_shape_arg(shapes)], {}, node)
+    _build_once(obj, shapes, node)
     call = obj.cls.methods.get("call")
     if call is None:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method")
-    inputs = [Tensor(s) for s in shapes] if isinstance(shapes, list) else Tensor(shapes)
-    out = run_method(interp, obj, call, [inputs], {}, node)
+    out = run_method(interp, obj, call, [_call_inputs(layer, shapes)], {}, node)
     given = obj.cls.methods.get("compute_output_shape")
     if given is not None:
         declared = run_method(interp, obj, given, [_shape_arg(shapes)], {}, node)
         if _is_shape(declared):
             return tuple(declared)
     return _shape_of(out, obj)
+
+
+def _call_inputs(layer: ClassLayer, shapes: Any) -> Any:
+    """What call() receives: a tensor, a list of them, or the dict it was called on."""
+    if layer.input_keys is not None:
+        listed = shapes if isinstance(shapes, list) else [shapes]
+        return {k: Tensor(s) for k, s in zip(layer.input_keys, listed)}
+    return [Tensor(s) for s in shapes] if isinstance(shapes, list) else Tensor(shapes)
+
+
+def _build_once(obj: ClassObject, shapes: Any, node) -> None:
+    """Keras builds a layer once: its ``build`` (when it has one) on the first input shape."""
+    if not obj.built:
+        obj.built = True
+        build = obj.cls.methods.get("build")
+        if build is not None:
+            run_method(obj.interp, obj, build, [_shape_arg(shapes)], {}, node)
 
 
 class ClassUnresolved(Exception):
@@ -361,14 +428,31 @@ def _is_shape(value: Any) -> bool:
 
 
 def _shape_of(out: Any, obj: ClassObject) -> Any:
+    """The shape(s) ``call`` returned: one tensor, or a list, tuple or dict of them (flattened
+    as Keras's ``tree.flatten`` does: dict values in sorted key order)."""
     if isinstance(out, Tensor) and out.shape is not None:
         return tuple(out.shape)
-    if isinstance(out, (list, tuple)) and out and all(
-            isinstance(t, Tensor) and t.shape is not None for t in out):
-        return [tuple(t.shape) for t in out]
-    reason = out.reason if isinstance(out, Tensor) and out.reason else \
-        getattr(out, "reason", "its call() result is not known statically")
+    flat = _flatten(out)
+    if flat and all(isinstance(t, Tensor) and t.shape is not None for t in flat):
+        return [tuple(t.shape) for t in flat]
+    bad = next((t for t in flat if not isinstance(t, Tensor) or t.shape is None), out)
+    reason = bad.reason if isinstance(bad, Tensor) and bad.reason else \
+        getattr(bad, "reason", "its call() result is not known statically")
     raise ClassUnresolved(f"{obj.cls.name}.call(): {reason}")
+
+
+def _flatten(out: Any, depth: int = 0) -> list:
+    if depth > 8:
+        return [out]
+    if isinstance(out, dict):
+        try:
+            keys = sorted(out)
+        except TypeError:
+            keys = list(out)
+        return [t for k in keys for t in _flatten(out[k], depth + 1)]
+    if isinstance(out, (list, tuple)):
+        return [t for item in out for t in _flatten(item, depth + 1)]
+    return [out]
 
 
 class _LocNode:
@@ -379,35 +463,95 @@ class _LocNode:
 
 
 def tracked_layers(obj: ClassObject) -> list:
-    """Sub-layers in the order Keras tracks them (attribute assignment, lists flattened)."""
-    from memlint.frontends.keras.values import FunctionalModel, OpaqueLayer, SequentialModel
-    out: list = []
-
-    def visit(value, depth=0):
-        if depth > 8:
-            return
-        if isinstance(value, ClassObject):
-            out.append(as_layer(value))
-        elif isinstance(value, (LayerRef, OpaqueLayer, ModelLayer)):
-            out.append(value)
-        elif isinstance(value, (SequentialModel, FunctionalModel)):
-            from memlint.frontends.keras.nested import model_as_layer
-            out.append(model_as_layer(value))
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                visit(item, depth + 1)
-        elif isinstance(value, dict):
-            for key in value:
-                visit(value[key], depth + 1)
-
-    for value in obj.attrs.values():
-        visit(value)
+    """``model.layers``: direct sub-layers in the order Keras tracked them, each once."""
     seen, unique = set(), []
-    for layer in out:
+    for value in obj.tracked:
+        layer = _layer_form(value)
         if id(layer) not in seen:
             seen.add(id(layer))
             unique.append(layer)
     return unique
+
+
+def _layer_form(value: Any) -> Any:
+    if isinstance(value, ClassObject):
+        return as_layer(value)
+    if isinstance(value, (SequentialModel, FunctionalModel)):
+        from memlint.frontends.keras.nested import model_as_layer
+        return model_as_layer(value)
+    return value
+
+
+def _is_layer(value: Any) -> bool:
+    return isinstance(value, (ClassObject, LayerRef, OpaqueLayer, ModelLayer, SequentialModel,
+                              FunctionalModel))
+
+
+def track(obj: ClassObject, value: Any, depth: int = 0) -> Any:
+    """Keras 3 ``Tracker.track`` on ``self.attr = value``: a layer is tracked the first time
+    it is seen; a list or dict becomes a tracking copy (what is appended or set in it later
+    is tracked then, what is added through another name is neither tracked nor seen); a
+    tuple's items are tracked.  Returns the value to store."""
+    if depth > 8:
+        return value
+    if _is_layer(value):
+        if not any(value is seen for seen in obj.tracked):
+            obj.tracked.append(value)
+        return value
+    if isinstance(value, tuple):
+        return tuple(track(obj, item, depth + 1) for item in value)
+    if isinstance(value, list):
+        return TrackedList([track(obj, item, depth + 1) for item in value], owner=obj)
+    if isinstance(value, dict):
+        return TrackedDict({k: track(obj, v, depth + 1) for k, v in value.items()}, owner=obj)
+    return value
+
+
+class TrackedList(list):
+    """A list kept on a custom layer or model: items appended to it are tracked, a popped
+    one is no longer (``list[i] = layer`` is not tracked, as in Keras)."""
+
+    def __init__(self, items=(), owner: Optional[ClassObject] = None):
+        super().__init__(items)
+        self.owner = owner
+
+    def append(self, value):
+        track(self.owner, value, 1)
+        super().append(value)
+
+    def extend(self, values):
+        values = list(values)
+        for value in values:
+            track(self.owner, value, 1)
+        super().extend(values)
+
+    def insert(self, index, value):
+        track(self.owner, value, 1)
+        super().insert(index, value)
+
+    def pop(self, index=-1):
+        value = super().pop(index)
+        self.owner.tracked[:] = [v for v in self.owner.tracked if v is not value]
+        return value
+
+
+class TrackedDict(dict):
+    """A dict kept on a custom layer or model: values set in it are tracked (not those of
+    ``setdefault``, as in Keras's ``TrackedDict``)."""
+
+    def __init__(self, items=(), owner: Optional[ClassObject] = None):
+        super().__init__(items)
+        self.owner = owner
+
+    def __setitem__(self, key, value):
+        track(self.owner, value, 1)
+        super().__setitem__(key, value)
+
+    def update(self, *args, **kwargs):
+        items = dict(*args, **kwargs)
+        for value in items.values():
+            track(self.owner, value, 1)
+        super().update(items)
 
 
 def _build_sequential(state, model) -> None:
@@ -460,3 +604,78 @@ def tensor_function(name: str, args: list, kwargs: dict) -> Any:
             and step != 0:
         return Tensor((len(range(start, stop, step)),))
     return Tensor((None,))
+
+
+# ---------------------------------------------------------------------- inside a wrapper
+
+class WrappedInner:
+    """A model, or a layer class of the file, applied by a wrapper (``TimeDistributed``):
+    its output shape, weights and inner tensors on the per-step shape (worked out once per
+    shape)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.class_name = value.cls.name if isinstance(value, ClassObject) else \
+            "Sequential" if isinstance(value, SequentialModel) else "Functional"
+        self.traced: dict = {}  # shape -> (output, tensors made inside)
+
+    def _trace(self, shape) -> tuple:
+        from memlint.frontends.keras import nested
+        key = repr(shape)
+        if key not in self.traced:
+            if isinstance(self.value, ClassObject):
+                self.traced[key] = (self._declared_shape(shape), [])
+            else:
+                self.traced[key] = (nested.nested_output(self.value, shape),
+                                    nested.nested_activation_shapes(self.value, shape))
+        return self.traced[key]
+
+    def _declared_shape(self, shape) -> Any:
+        """Keras's Wrapper builds the inner layer with its ``build`` alone (sub-layers made in
+        ``__init__`` stay unbuilt, with no weights) and TimeDistributed takes the output shape
+        from its ``compute_output_shape``, which it must have: ``call`` is not traced."""
+        from memlint.layers.base import LayerError, UnresolvedArgument
+        obj = self.value
+        given = obj.cls.methods.get("compute_output_shape")
+        if given is None:
+            raise LayerError(f"{obj.cls.name} '{obj.name}' has no compute_output_shape(), "
+                             "which TimeDistributed needs (Keras raises NotImplementedError)")
+        node = _LocNode(obj.location)
+        _build_once(obj, shape, node)
+        declared = run_method(obj.interp, obj, given, [_shape_arg(shape)], {}, node)
+        if not _is_shape(declared):
+            raise UnresolvedArgument("layer", f"{obj.cls.name}.compute_output_shape() is not "
+                                              "known statically")
+        return tuple(declared)
+
+    def output_shape(self, shape):
+        return self._trace(shape)[0]
+
+    def weights(self, shape):
+        from memlint.frontends.keras.nested import model_weights
+        self._trace(shape)
+        if isinstance(self.value, ClassObject):
+            return class_weights(self.value)
+        return model_weights(self.value)
+
+    def saved_tensors(self, shape):
+        return list(self._trace(shape)[1])
+
+
+def _wrapped_inner(value: Any) -> Optional[WrappedInner]:
+    if isinstance(value, ClassLayer):
+        value = value.obj
+    if isinstance(value, ModelLayer):
+        value = value.model
+    if isinstance(value, (ClassObject, SequentialModel, FunctionalModel)):
+        return WrappedInner(value)
+    return None
+
+
+def _register_wrapped_inner() -> None:
+    from memlint.layers.base import NESTED_ADAPTERS
+    if _wrapped_inner not in NESTED_ADAPTERS:
+        NESTED_ADAPTERS.append(_wrapped_inner)
+
+
+_register_wrapped_inner()

@@ -160,7 +160,10 @@ class ExpressionEvaluator:
         return out
 
     def eval_Set(self, node):
-        return Unknown("sets are not evaluated")
+        items = self._elements(node.elements)
+        if not all(_is_plain(v) and _hashable(v) for v in items):
+            return Unknown("a set of values not known statically")
+        return frozenset(items)  # ``x in {"a", None}``: membership is what code asks of it
 
     def eval_ListComp(self, node):
         return self._comprehension(node, list)
@@ -391,7 +394,7 @@ def _is_plain(value: Any) -> bool:
     """A plain Python value (or container of them) that arithmetic can use directly."""
     if isinstance(value, (int, float, str, bool, type(None))):
         return True
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list, frozenset)):
         return all(_is_plain(v) for v in value)
     if isinstance(value, dict):
         return all(_is_plain(v) for v in value.values())
@@ -430,7 +433,8 @@ def _is_truthy_object(value: Any) -> bool:
 def _is_known_object(value: Any) -> bool:
     """A value whose identity is known: None, a plain value, or an object the analysis made
     (never an unknown value, which might be None at run time)."""
-    return value is None or _is_plain(value) or _is_truthy_object(value)
+    return value is None or _is_plain(value) or _is_truthy_object(value) or isinstance(
+        value, Tensor)
 
 
 def _hashable(value: Any) -> bool:

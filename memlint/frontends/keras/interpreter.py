@@ -52,6 +52,15 @@ _CATCHES = {"KeyError": {"KeyError"}, "IndexError": {"IndexError"},
             "Exception": {"KeyError", "IndexError"}, "BaseException": {"KeyError", "IndexError"}}
 
 
+def _ends_in_raise(block) -> bool:
+    """Whether a block's last statement is ``raise ...``."""
+    body = block.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, cst.Raise)
+
+
 def _caught_names(handler: cst.ExceptHandler) -> Optional[set]:
     """The exception names an ``except`` clause lists (None: a bare ``except:``)."""
     if handler.type is None:
@@ -466,11 +475,20 @@ class Interpreter(ExpressionEvaluator):
     def exec_if(self, stmt: cst.If) -> None:
         test = self.eval(stmt.test)
         if not has_truth(test):
-            self.state.note_unresolved(
-                self.location(stmt.test), "if condition",
-                "the condition is not known statically; the first branch was followed")
-            self.exec_block(stmt.body.body)
-            return
+            if _ends_in_raise(stmt.body):
+                # an error guard (``if not ok: raise ValueError``): the model is built on the
+                # path that does not raise
+                self.state.note_unresolved(
+                    self.location(stmt.test), "if condition",
+                    "the condition is not known statically; the branch that raises an error "
+                    "was not followed")
+                test = False
+            else:
+                self.state.note_unresolved(
+                    self.location(stmt.test), "if condition",
+                    "the condition is not known statically; the first branch was followed")
+                self.exec_block(stmt.body.body)
+                return
         if test:
             self.exec_block(stmt.body.body)
         elif isinstance(stmt.orelse, cst.If):
