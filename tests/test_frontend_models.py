@@ -315,3 +315,19 @@ def test_a_re_run_layer_keeps_its_keyword_tensors_apart_from_its_input():
         "model = keras.Model([q, s2], layers.Flatten()(enc([q, s2])))\n").models}
     assert [(l.name, l.output_shape) for l in got["model"].layers][2:] == [
         ("functional", (None, None, 3)), ("flatten", (None, 18))]
+
+
+def test_a_sequential_made_and_called_inside_a_factory_keeps_its_weights():
+    got = analyze_source(
+        "import keras\nfrom keras import layers\n"
+        "def build():\n"
+        "    inputs = keras.Input((32, 32, 3))\n"
+        "    stem = keras.Sequential([layers.Conv2D(8, 4, strides=4), layers.LayerNormalization()],"
+        " name='stem')\n"
+        "    x = stem(inputs)\n"
+        "    return keras.Model(inputs, layers.Dense(2)(x))\n"
+        "model = build()\n", "f.py").models
+    (model,) = got
+    stem = model.layers[1]
+    # Conv2D 4*4*3*8 + 8 = 392 and LayerNormalization 2*8, built by the call as Keras does
+    assert (stem.name, stem.output_shape, stem.params) == ("stem", (None, 8, 8, 8), 392 + 16)

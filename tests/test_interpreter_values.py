@@ -103,6 +103,16 @@ PURE_SNIPPETS = {
         "r = (a, alias, b, c, [0] * 3)\n"),
     "more_builtins": (
         "import math\nr = (divmod(17, 5), math.prod([2, 3, 4]), any([0, 2]), all([1, 0]))\n"),
+    "string_methods": (
+        "n = 'efficientnetv2-s'\nr = (n.split('-')[-1].startswith('b'), 'a_b_c'.rsplit('_', 1),"
+        " '7'.zfill(3), ' x '.strip(), 'blk'.title(), 'a-b'.count('-'), 'L3'.endswith('3'))\n"),
+    "sets_copies_and_more_builtins": (
+        "import copy\nimport numpy as np\nw = None\n"
+        "cfg = [{'repeats': 2, 'f': 16}, {'repeats': 1, 'f': 32}]\nmine = copy.deepcopy(cfg)\n"
+        "n = mine[0].pop('repeats')\nextra = mine[1].pop('missing', 7)\n"
+        "rates = [float(x) for x in np.linspace(0.0, 0.3, 4)]\n"
+        "r = (w in {'imagenet', None}, 'x' in {'a'}, cfg, mine, n, extra, chr(97 + 2), ord('b'),"
+        " len(rates), rates[0], rates[-1])\n"),
     "fstring_names": "i = 3\nr = (f'block{i}_conv', f'stage{i:02d}', f'{2.5:.1f}')\n",
     "percent_and_format_names": (
         "r = ('conv%d_%s' % (2, 'a'), 'dense_%d' % 5, '{}_{:03d}'.format('up', 7),"
@@ -207,3 +217,14 @@ def test_pathological_loop_ends_with_an_info_quickly():
 def test_a_handler_that_does_not_catch_the_lookup_never_runs():
     got, state = run("CFG = {}\ntry:\n    u = CFG['k']\nexcept ValueError:\n    u = 4\n")
     assert is_unknown(got["u"])
+
+
+def test_an_undecidable_error_guard_takes_the_path_that_does_not_raise():
+    got, state = run(
+        "import sys\nw = 'imagenet'\n"
+        "if sys.argv[1] == 'torch':\n    raise ValueError('no')\n"
+        "if not (w in {'imagenet', None} or sys.path):\n    raise ValueError('bad weights')\n"
+        "r = 1\n")
+    assert got["r"] == 1
+    (note,) = [d for d in state.diagnostics if d.code == "MEM900"]
+    assert note.line == 3 and "branch that raises an error was not followed" in note.message

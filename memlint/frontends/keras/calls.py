@@ -103,7 +103,7 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
             return base.outputs if attr == "outputs" or len(base.outputs) != 1 else base.outputs[0]
     if isinstance(base, (SequentialModel, FunctionalModel, LayerRef, list, dict, Array, Tensor)):
         return BoundMethod(base, attr)
-    if isinstance(base, str) and attr in ("format", "lower", "upper", "join", "replace"):
+    if isinstance(base, str) and attr in _STR_METHODS:
         return BoundMethod(base, attr)
     return Unknown(f"attribute '{attr}' of a value not known statically")
 
@@ -502,10 +502,24 @@ def safe_format(template: str) -> bool:
     return _HUGE_FIELD.search(template) is None
 
 
+# String methods evaluated on known strings (results bounded by _str_result_size)
+_STR_METHODS = frozenset({
+    "format", "lower", "upper", "join", "replace", "split", "rsplit", "startswith",
+    "endswith", "strip", "lstrip", "rstrip", "title", "capitalize", "count", "find",
+    "isdigit", "isalpha", "zfill", "removeprefix", "removesuffix"})
+# ... of which these give a result no longer than the string (or a bool / int)
+_STR_SHRINKING = frozenset({
+    "lower", "upper", "split", "rsplit", "startswith", "endswith", "strip", "lstrip",
+    "rstrip", "title", "capitalize", "count", "find", "isdigit", "isalpha", "removeprefix",
+    "removesuffix"})
+
+
 def _str_result_size(text: str, method: str, args: list, kwargs: dict):
     """An upper bound of the length of ``text.method(*args)``; None when it cannot be bounded."""
-    if method in ("lower", "upper"):
+    if method in _STR_SHRINKING:
         return len(text)
+    if method == "zfill" and args and isinstance(args[0], int):
+        return max(len(text), args[0])
     if method == "format":
         if not safe_format(text):
             return None

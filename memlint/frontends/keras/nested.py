@@ -3,6 +3,7 @@ weights, and freezing (``trainable = False``) that reaches every layer inside.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional
 
 import memlint.layers as registry
@@ -146,11 +147,15 @@ def _rerun_operation(recorded: list, inbound: list) -> Any:
 
 
 def sequential_step(layer, shape, depth: int = 0) -> Any:
-    """The output shape of one layer of a Sequential on ``shape`` (nothing recorded)."""
+    """The output shape of one layer of a Sequential on ``shape`` (no call recorded).  A
+    layer built here for the first time gets its weights, as Keras builds it on this call."""
     if isinstance(layer, ModelLayer):
         return nested_output(layer.model, shape, depth + 1)
     if isinstance(layer, LayerRef):
-        return registry.call(layer.instance, shape)[0]
+        out, weights = registry.call(replace(layer.instance, trainable=True), shape)
+        if layer.weights is None:
+            layer.weights = weights
+        return out
     if getattr(layer, "obj", None) is not None and layer.calls:  # ClassLayer
         if layer.calls[0].output_shape is None:
             raise UnresolvedArgument("layers", f"layer '{layer.name}' is not known")
