@@ -18,7 +18,7 @@ from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel,
                                             ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
                                             Partial, Policy, Ref, SequentialModel, Tensor,
                                             Unknown, UserFunction, flatten_structure,
-                                            is_unknown)
+                                            is_hashable, is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.ir import OptimizerSpec
 
@@ -348,11 +348,11 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             return None
         if method == "copy" and not args:
             return dict(obj)
-        if method == "pop" and args and _hashable_key(args[0]):
+        if method == "pop" and args and is_hashable(args[0]):
             if args[0] in obj:
                 return obj.pop(args[0])
             return args[1] if len(args) > 1 else Unknown("pop of a missing key")
-        if method == "setdefault" and args and _hashable_key(args[0]):
+        if method == "setdefault" and args and is_hashable(args[0]):
             return obj.setdefault(args[0], args[1] if len(args) > 1 else None)
     if isinstance(obj, str) and all(not is_unknown(a) for a in args):
         size = _str_result_size(obj, method, args, kwargs)
@@ -570,14 +570,6 @@ def _isinstance(value: Any, types: Any) -> Any:
     if not isinstance(value, (int, float, str, list, tuple, dict, type(None))):
         return Unknown("isinstance() of a value that is not a plain Python value")
     return isinstance(value, tuple(_PLAIN_TYPES[t.name] for t in wanted))
-
-
-def _hashable_key(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return not is_unknown(value)
 
 
 def _builtin(state, name: str, args: list, kwargs: dict):

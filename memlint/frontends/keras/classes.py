@@ -22,7 +22,8 @@ import libcst as cst
 
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
-                                            SequentialModel, Tensor, Unknown, UserFunction)
+                                            SequentialModel, Tensor, Unknown, UserFunction,
+                                            flatten_structure)
 from memlint.ir import Location, Weight
 
 LAYER_BASES = {"keras.layers.Layer", "keras.Layer"}
@@ -302,8 +303,8 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
     from memlint.frontends.keras.values import Array
     data = args[0] if args else kwargs.get("inputs")
     keys = _dict_keys(data)
-    flat = _flatten(data)
-    extra = _flatten(list(args[1:]) + list(kwargs.values()))
+    flat = flatten_structure(data)
+    extra = flatten_structure(list(args[1:]) + list(kwargs.values()))
     if any(isinstance(t, Tensor) for t in flat + extra):
         layer = as_layer(obj)
         if keys is not None:
@@ -432,27 +433,13 @@ def _shape_of(out: Any, obj: ClassObject) -> Any:
     as Keras's ``tree.flatten`` does: dict values in sorted key order)."""
     if isinstance(out, Tensor) and out.shape is not None:
         return tuple(out.shape)
-    flat = _flatten(out)
+    flat = flatten_structure(out)
     if flat and all(isinstance(t, Tensor) and t.shape is not None for t in flat):
         return [tuple(t.shape) for t in flat]
     bad = next((t for t in flat if not isinstance(t, Tensor) or t.shape is None), out)
     reason = bad.reason if isinstance(bad, Tensor) and bad.reason else \
         getattr(bad, "reason", "its call() result is not known statically")
     raise ClassUnresolved(f"{obj.cls.name}.call(): {reason}")
-
-
-def _flatten(out: Any, depth: int = 0) -> list:
-    if depth > 8:
-        return [out]
-    if isinstance(out, dict):
-        try:
-            keys = sorted(out)
-        except TypeError:
-            keys = list(out)
-        return [t for k in keys for t in _flatten(out[k], depth + 1)]
-    if isinstance(out, (list, tuple)):
-        return [t for item in out for t in _flatten(item, depth + 1)]
-    return [out]
 
 
 class _LocNode:

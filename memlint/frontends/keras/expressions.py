@@ -18,7 +18,7 @@ from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
                                             Ref, SequentialModel, Tensor, Unknown,
-                                            UserFunction, is_unknown)
+                                            UserFunction, is_hashable, is_unknown)
 
 MAX_INT_BITS = 256  # larger integer results are treated as unknown
 MAX_LOOP_ITERATIONS = 10_000  # iterations of one loop or comprehension
@@ -149,7 +149,7 @@ class ExpressionEvaluator:
         for el in node.elements:
             if isinstance(el, cst.DictElement):
                 key = self.eval(el.key)
-                if not _hashable(key):
+                if not is_hashable(key):
                     return Unknown("dict with keys not known statically")
                 out[key] = self.eval(el.value)
             else:
@@ -161,7 +161,7 @@ class ExpressionEvaluator:
 
     def eval_Set(self, node):
         items = self._elements(node.elements)
-        if not all(_is_plain(v) and _hashable(v) for v in items):
+        if not all(_is_plain(v) and is_hashable(v) for v in items):
             return Unknown("a set of values not known statically")
         return frozenset(items)  # ``x in {"a", None}``: membership is what code asks of it
 
@@ -184,7 +184,7 @@ class ExpressionEvaluator:
             if isinstance(node, cst.DictComp):
                 ok = self._comp_loop(node.for_in, lambda: out.append(
                     (self.eval(node.key), self.eval(node.value))))
-                ok = ok and all(_hashable(key) for key, _ in out)
+                ok = ok and all(is_hashable(key) for key, _ in out)
             else:
                 ok = self._comp_loop(node.for_in, lambda: out.append(self.eval(node.elt)))
         finally:
@@ -435,11 +435,3 @@ def _is_known_object(value: Any) -> bool:
     (never an unknown value, which might be None at run time)."""
     return value is None or _is_plain(value) or _is_truthy_object(value) or isinstance(
         value, Tensor)
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return not is_unknown(value)

@@ -501,13 +501,7 @@ class Interpreter(ExpressionEvaluator):
     def define_function(self, stmt: cst.FunctionDef) -> None:
         """``def f(...)``: remember it (defaults evaluated now, as Python does) for inlining."""
         name = stmt.name.value
-        defaults = {}
-        params = stmt.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            if param.default is not None:
-                defaults[param.name.value] = self.eval(param.default)
-        closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
-        fn = UserFunction(name, stmt, defaults, closure, self.location(stmt), self.globals)
+        fn = self.make_function(name, stmt)
         self.set_name(name, self.decorate(stmt, fn))
         self.state.definitions.append(("function", name, self.location(stmt)))
 
@@ -529,16 +523,20 @@ class Interpreter(ExpressionEvaluator):
                 self.note_decorator(decorator, stmt)
         return value
 
-    def make_lambda(self, node: cst.Lambda) -> UserFunction:
-        """``lambda x, k=2: expr`` as a function value (defaults evaluated now)."""
+    def make_function(self, name: str, node) -> UserFunction:
+        """A ``def`` or ``lambda`` as a function value: defaults evaluated now, as Python
+        does, and the enclosing function scopes kept as its closure."""
         defaults = {}
         params = node.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             if param.default is not None:
                 defaults[param.name.value] = self.eval(param.default)
         closure = (self.scope,) + self.outer if self.scope is not self.globals else ()
-        return UserFunction("<lambda>", node, defaults, closure, self.location(node),
-                            self.globals)
+        return UserFunction(name, node, defaults, closure, self.location(node), self.globals)
+
+    def make_lambda(self, node: cst.Lambda) -> UserFunction:
+        """``lambda x, k=2: expr`` as a function value."""
+        return self.make_function("<lambda>", node)
 
     def note_decorators(self, stmt) -> None:
         """A class's decorators are not applied: it is analysed as written."""

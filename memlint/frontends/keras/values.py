@@ -16,7 +16,7 @@ from memlint.layers.base import LayerInstance, Unknown
 __all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
            "ModelLayer", "ModuleValue", "SequentialModel",
            "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Partial", "Unknown",
-           "flatten_structure", "is_unknown"]
+           "flatten_structure", "is_hashable", "is_unknown"]
 
 
 def is_unknown(value: Any) -> bool:
@@ -221,3 +221,12 @@ def flatten_structure(value: Any, depth: int = 0) -> list:
     if isinstance(value, (list, tuple)):
         return [leaf for item in value for leaf in flatten_structure(item, depth + 1)]
     return [value]
+
+
+def is_hashable(value: Any) -> bool:
+    """Whether ``value`` can be a dict key or set member (unknown values never can)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return not is_unknown(value)
