@@ -4,7 +4,9 @@ The same sweep as ``tests/test_robustness_sweep.py`` (memlint.analysis.analyze_f
 ``Settings(gpu="8GiB")`` on every .py file under the ``keras`` package, read only, never
 imported), in one process: total time, per-file median and maximum, the files over 1 s,
 and the share of layers whose output shape memlint resolved.  Files that raise or report
-internal errors are listed too.  Usage: python benchmarks/bench_sweep.py [--every N] [--json F]
+internal errors are listed too.  Files that build nothing but define argument-free model
+factories also run each factory (as ``--entry NAME`` would); their layers count in the share.
+Usage: python benchmarks/bench_sweep.py [--every N] [--json F]
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ def main() -> int:
     for outcome in slow:
         print(f"  {outcome.seconds:6.2f} s  {Path(outcome.path).relative_to(root)}")
     print(result.share_text())
+    entries = sum(o.entries for o in result.outcomes)
+    slowest = max(result.outcomes, key=lambda o: o.slowest_entry)
+    print(f"factories run with --entry defaults: {entries} (slowest {slowest.slowest_entry:.2f} s,"
+          f" {Path(slowest.path).relative_to(root)})")
+    gaps = sorted((o for o in result.outcomes if o.layers > o.resolved),
+                  key=lambda o: o.resolved - o.layers)[:10]
+    for outcome in gaps:
+        print(f"  unresolved {outcome.layers - outcome.resolved:4d} of {outcome.layers:5d} layers"
+              f"  {Path(outcome.path).relative_to(root)}")
     problems = [(o.path, o.exception) for o in result.outcomes if o.exception]
     problems += [(o.path, e) for o in result.outcomes for e in o.internal_errors]
     for path, problem in problems:
@@ -58,7 +69,9 @@ def main() -> int:
             "root": str(root), "every": result.every, "total_s": result.seconds,
             "layers": result.layers, "resolved": result.resolved, "models": result.models,
             "files": [{"path": str(Path(o.path).relative_to(root)), "seconds": o.seconds,
-                       "exception": o.exception, "internal_errors": o.internal_errors}
+                       "exception": o.exception, "internal_errors": o.internal_errors,
+                       "models": o.models, "layers": o.layers, "resolved": o.resolved,
+                       "entries": o.entries, "slowest_entry_s": o.slowest_entry}
                       for o in result.outcomes],
         }, indent=1))
     return 1 if problems else 0
