@@ -63,20 +63,8 @@ LITERALS = {
 }
 
 # Pairs where memlint is known to be wrong today (docs/onnx.md, "memlint bugs found").
-KNOWN_SHAPE_BUGS = {
-    ("unet", "torch-legacy"): "Pad whose pads come from a Concat/Reshape/Slice(step -1)/"
-                              "Transpose/Cast chain: output shape left unknown",
-    ("transformer", "keras"): "tf2onnx MultiHeadAttention: Reshape targets built from "
-                              "Shape/Gather/ReduceProd/Concat leave [batch*heads, seq, dim] unknown",
-    ("lstm_bidirectional", "keras"): "tf2onnx GRU as a Loop: no shape inference for Loop "
-                                     "outputs",
-}
-KNOWN_PARAM_BUGS = {
-    ("unet", "torch-legacy"): "int64 pads chain (Constant + ConstantOfShape, 8 elements) "
-                              "counted as weights",
-    ("lstm_bidirectional", "keras"): "the scalar bound of a Loop's initial condition "
-                                     "(Less -> And -> Loop cond) counted as a weight (+1)",
-}
+KNOWN_SHAPE_BUGS: dict = {}
+KNOWN_PARAM_BUGS: dict = {}
 
 
 def missing_modules(exporter: str) -> list:

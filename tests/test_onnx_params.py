@@ -172,3 +172,39 @@ def test_large_constant_node_weights(use_onnx):
     matmul = result.models[0].layers[2]
     assert matmul.type == "MatMul" and [w.name for w in matmul.weights] == ["w"]
     assert result.models[0].layers[1].config["parameter_outputs"] == ["w"]
+
+
+def test_pads_built_through_transpose_are_shape_only():
+    """torch's legacy F.pad export: every int64 constant only builds Pad's pads (Concat,
+    Reshape, Slice, Transpose, Reshape, Cast), so the model has no parameters."""
+    from tests.test_onnx_shapes import pads_through_transpose
+
+    result = analyze_model(pads_through_transpose(), "m.onnx", batch_size=3)
+    assert result.models[0].params == 0
+    assert not weights(result)
+
+
+def test_constants_deciding_a_loop_condition_are_shape_only():
+    """tf2onnx's while loop: Less(a, b) -> And -> Loop cond only decides whether the loop
+    runs; the body's initializer is the one parameter."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["h_in", "one"], ["h_out"])], "body",
+        [helper.make_tensor_value_info("i", M.I64, []),
+         helper.make_tensor_value_info("cond_in", M.BOOL, []),
+         helper.make_tensor_value_info("h_in", M.F, None)],
+        [helper.make_tensor_value_info("cond_out", M.BOOL, []),
+         helper.make_tensor_value_info("h_out", M.F, None)],
+        [numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    nodes = [helper.make_node("Less", ["a", "b"], ["lt"]),
+             helper.make_node("And", ["lt", "t"], ["cond"]),
+             helper.make_node("Not", ["cond"], ["stop"]),
+             helper.make_node("Or", ["cond", "stop"], ["go"]),
+             helper.make_node("Loop", ["trip", "go", "x"], ["y"], body=body)]
+    inits = [M.ints("trip", 5), numpy_helper.from_array(np.array(0.0, np.float32), "a"),
+             numpy_helper.from_array(np.array(200.0, np.float32), "b"),
+             numpy_helper.from_array(np.array(True), "t")]
+    model = M.build(nodes, [("x", M.F, M.N(4))], ["y"], inits)
+    result = analyze_model(model, "m.onnx", batch_size=3)
+    assert result.models[0].params == M.expected_params(model, {"trip", "a", "b", "t"}) == 1
+    assert [w.name for w in weights(result)] == ["one"]

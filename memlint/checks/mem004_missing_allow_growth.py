@@ -25,15 +25,15 @@ first module-level call that reaches them; code never reached that way is not ju
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
-
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper, PositionProvider
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from memlint.checks.base import Rule, RuleContext, register
 from memlint.diagnostics import Diagnostic
 from memlint.ir import Location
+
+if TYPE_CHECKING:  # annotations only: libcst is imported where a Python file is checked
+    import libcst as cst
 
 FRAMEWORK_ROOTS = frozenset({"tensorflow", "keras", "tf_keras"})
 GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
@@ -65,6 +65,7 @@ class Found:
 
 
 def _literal(node: Optional[cst.BaseExpression]) -> Any:
+    import libcst as cst
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
         return value.decode() if isinstance(value, bytes) else value
@@ -85,7 +86,10 @@ def _is_off(value: Any) -> bool:
     return value in (False, None, 0)
 
 
-class _Scanner(cst.CSTVisitor):
+class _Scanner:
+    """The visitor's methods; `_scanner_class` mixes in libcst's visitor base, so that libcst
+    is imported only when a Python file is checked (never for an ONNX model)."""
+
     def __init__(self, positions) -> None:
         super().__init__()
         self.positions = positions  # node -> CodeRange, computed once by the frontend
@@ -133,6 +137,7 @@ class _Scanner(cst.CSTVisitor):
 
     def dotted(self, node) -> str:
         """The dotted name of ``node`` with its first part replaced by what it imports."""
+        from libcst.helpers import get_full_name_for_node
         name = get_full_name_for_node(node) or ""
         head, _, rest = name.partition(".")
         if head in self.aliases:
@@ -142,6 +147,8 @@ class _Scanner(cst.CSTVisitor):
     # -- imports
 
     def visit_Import(self, node: cst.Import) -> None:
+        import libcst as cst
+        from libcst.helpers import get_full_name_for_node
         for alias in node.names:
             dotted = get_full_name_for_node(alias.name) or ""
             root = dotted.split(".")[0]
@@ -153,6 +160,8 @@ class _Scanner(cst.CSTVisitor):
                 self._add("import", node, f"import {dotted}")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        import libcst as cst
+        from libcst.helpers import get_full_name_for_node
         if node.relative or node.module is None:
             return
         module = get_full_name_for_node(node.module) or ""
@@ -170,6 +179,7 @@ class _Scanner(cst.CSTVisitor):
     # -- calls
 
     def visit_Call(self, node: cst.Call) -> None:
+        import libcst as cst
         name = self.dotted(node.func)
         last = name.rsplit(".", 1)[-1]
         args = [a for a in node.args if a.keyword is None and a.star == ""]
@@ -232,6 +242,7 @@ class _Scanner(cst.CSTVisitor):
             self._assigned(target.target, node.value, node)
 
     def _assigned(self, target, value_node, node) -> None:
+        import libcst as cst
         if isinstance(target, cst.Attribute):
             attr = target.attr.value
             value = _literal(value_node)
@@ -315,6 +326,14 @@ LATE_ERRORS = {
 }
 
 
+@lru_cache(maxsize=None)
+def _scanner_class() -> type:
+    """:class:`_Scanner` with libcst's visitor base mixed in (imported on first use)."""
+    import libcst as cst
+
+    return type("Scanner", (_Scanner, cst.CSTVisitor), {})
+
+
 @register
 class MissingAllowGrowth(Rule):
     code = "MEM004"
@@ -324,9 +343,10 @@ class MissingAllowGrowth(Rule):
             return
         positions = ctx.positions
         if positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
             positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(
                 PositionProvider)
-        scanner = _Scanner(positions)
+        scanner = _scanner_class()(positions)
         ctx.module.visit(scanner)
 
         imports = [f for f in scanner.found if f.kind == "import"]

@@ -5,8 +5,10 @@ outputs of ``Constant`` nodes and of ``ConstantOfShape`` nodes with a constant s
 main graph and in every subgraph (If branches, Loop and Scan bodies).  A tensor is *not* a
 parameter when it is shape-only: every consumer reads it as a shape, axes, index or size
 argument (Reshape's target, Slice's starts, Resize's scales, ...), directly or through
-small shape arithmetic (Concat, Gather, Cast, ...).  A shared parameter belongs to its first
-consumer in execution order; a subgraph's parameters belong to the node that holds it.
+small shape arithmetic (Concat, Gather, Cast, Transpose, ...); constants that only decide a
+Loop or If condition through boolean and comparison operators are shape-only the same way.
+A shared parameter belongs to its first consumer in execution order; a subgraph's parameters
+belong to the node that holds it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ PASS_THROUGH = frozenset({
     "Concat", "Gather", "Cast", "Unsqueeze", "Squeeze", "Slice", "Mul", "Add", "Sub", "Div",
     "Equal", "Where", "Identity", "Max", "Min", "Neg", "Abs", "Reshape", "Floor", "Ceil",
     "Sqrt", "Mod", "Range", "Less", "Greater", "Not", "Flatten", "ReduceProd", "Expand",
+    "Transpose", "ReduceSum", "And", "Or", "Xor", "LessOrEqual", "GreaterOrEqual",
 })
 
 

@@ -15,12 +15,13 @@ from typing import Optional
 
 import memlint.frontends.onnx.infer_nn  # noqa: F401  (registers its operators)
 import memlint.frontends.onnx.infer_tensor  # noqa: F401  (registers its operators)
-from memlint.frontends.onnx.dims import BATCH, is_known_dim, known, merge
+from memlint.frontends.onnx.dims import BATCH, BOOL, INT64, is_known_dim, known, merge
 from memlint.frontends.onnx.graphutil import label, subgraphs, topological
 from memlint.frontends.onnx.registry import REGISTRY, NodeContext
 from memlint.frontends.onnx.values import LIMIT, constant_attr, propagate, tensor_value
 
 BATCH_PARAM = "memlint_batch"  # the name given to an unnamed batch dimension
+NO_LIMIT = 2 ** 31 - 1  # a Loop trip count this large means "no limit" (while loops)
 # operators whose outputs are sequences or optionals, not tensors (no shape to report)
 NON_TENSOR_OPS = frozenset({
     "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SplitToSequence",
@@ -296,6 +297,8 @@ class _Walker:
             own = [(ctx.attrs.get("__dims__"), ctx.attrs.get("__type__"))]
         elif node.op_type == "If" and node.domain in ("", "ai.onnx"):
             own = self.branches(node, tensors, values)
+        elif node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
+            own = self.loop(node, tensors, values)
         elif fn is not None:
             try:
                 own = fn(ctx)
@@ -343,48 +346,87 @@ class _Walker:
                        if names else "dimension(s) unknown")
                 result.unknown.append((node_label, name, why))
 
+    def subgraph(self, graph, tensors, values, bound=None) -> list:
+        """(shape, elem_type) of each output of ``graph`` inferred with the outer tensors in
+        scope and ``bound`` (name -> Tensor) giving its inputs."""
+        inner, inner_values = dict(tensors), dict(values)
+        for value in graph.input:
+            shape, elem = _dims_of(value.type, self.batch_symbols, self.dims)
+            given = (bound or {}).get(value.name, _NO_TENSOR)
+            inner[value.name] = Tensor(merge(given.shape, shape), given.elem_type or elem)
+            inner_values.pop(value.name, None)
+        for tensor in graph.initializer:
+            inner[tensor.name] = Tensor([int(d) for d in tensor.dims], tensor.data_type)
+            value = tensor_value(tensor)
+            if value is not None:
+                inner_values[tensor.name] = value
+        order, rest = topological(graph)
+        labels = {id(n): label(n, i) for i, n in enumerate(graph.node)}
+        self.walk(order + rest, labels, inner, inner_values, ShapeResult({}, [], {}, set()))
+        outs = []
+        for value in graph.output:
+            declared = _dims_of(value.type, self.batch_symbols, self.dims)
+            computed = inner.get(value.name, _NO_TENSOR)
+            shape = computed.shape if known(computed.shape) else merge(
+                declared[0], computed.shape)
+            outs.append((shape, computed.elem_type or declared[1]))
+        return outs
+
     def branches(self, node, tensors, values) -> list:
         """An If node's outputs: each branch inferred with the outer tensors in scope; where
         the branches disagree on a dimension it is unknown."""
         if self.depth > 8:
             return None
-        found = []
         self.depth += 1
         try:
-            for graph in subgraphs(node):
-                inner, inner_values = dict(tensors), dict(values)
-                for tensor in graph.initializer:
-                    inner[tensor.name] = Tensor([int(d) for d in tensor.dims], tensor.data_type)
-                    value = tensor_value(tensor)
-                    if value is not None:
-                        inner_values[tensor.name] = value
-                order, rest = topological(graph)
-                labels = {id(n): label(n, i) for i, n in enumerate(graph.node)}
-                scratch = ShapeResult({}, [], {}, set())
-                self.walk(order + rest, labels, inner, inner_values, scratch)
-                outs = []
-                for value in graph.output:
-                    declared = _dims_of(value.type, self.batch_symbols, self.dims)
-                    computed = inner.get(value.name, _NO_TENSOR)
-                    shape = computed.shape if known(computed.shape) else merge(
-                        declared[0], computed.shape)
-                    outs.append((shape, computed.elem_type or declared[1]))
-                found.append(outs)
+            found = [self.subgraph(graph, tensors, values) for graph in subgraphs(node)]
         finally:
             self.depth -= 1
         if not found:
             return None
-        merged = []
-        for i in range(len(node.output)):
-            column = [outs[i] for outs in found if i < len(outs)]
-            shapes = [c[0] for c in column]
-            elem = next((c[1] for c in column if c[1]), None)
-            if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
-                merged.append((None, elem))
-            else:
-                merged.append(([d if all(s[j] == d for s in shapes) else None
-                                for j, d in enumerate(shapes[0])], elem))
-        return merged
+        return [_agree([outs[i] for outs in found if i < len(outs)])
+                for i in range(len(node.output))]
+
+    def loop(self, node, tensors, values) -> list:
+        """A Loop node's outputs from its body: a loop-carried value keeps the body's shape
+        where it agrees with the initial value's (a dimension that changes between iterations
+        is unknown); a scan output gets a leading dimension, the trip count when it is a
+        constant (an upper bound when the condition can end the loop early)."""
+        bodies = subgraphs(node)
+        if self.depth > 8 or len(bodies) != 1:
+            return None
+        body = bodies[0]
+        carried = list(node.input[2:])
+        initial = [_get(tensors, name) for name in carried]
+        bound = {value.name: tensor for value, tensor in zip(body.input[2:], initial)}
+        bound.update(zip([v.name for v in body.input[:2]],
+                         [Tensor([], INT64), Tensor([], BOOL)]))
+        self.depth += 1
+        try:
+            outs = self.subgraph(body, tensors, values, bound)[1:]
+        finally:
+            self.depth -= 1
+        trip = values.get(node.input[0]) if node.input and node.input[0] else None
+        trip = int(trip.reshape(-1)[0]) if trip is not None and trip.dtype != object \
+            and trip.size == 1 else None
+        if trip is not None and trip >= NO_LIMIT:
+            trip = None  # a while loop: only the condition ends it
+        found = [_agree([out, (tensor.shape, tensor.elem_type)])
+                 for out, tensor in zip(outs, initial)]
+        for shape, elem in outs[len(initial):]:
+            found.append((None if shape is None else [trip] + list(shape), elem))
+        return found
+
+
+def _agree(column) -> tuple:
+    """One (shape, elem_type) from several that should be equal: a dimension on which they
+    disagree is unknown, and so is the rank when that differs."""
+    shapes = [c[0] for c in column]
+    elem = next((c[1] for c in column if c[1]), None)
+    if not shapes or any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
+        return (None, elem)
+    return ([d if all(s[j] == d for s in shapes) else None
+             for j, d in enumerate(shapes[0])], elem)
 
 
 _NO_TENSOR = Tensor(None, None)

@@ -86,6 +86,96 @@ def _dim_div(a, b):
         return None
 
 
+def _dim_add(a, b):
+    if is_int(a) and is_int(b):
+        return a + b
+    if a == 0 or b == 0:
+        return b if a == 0 else a
+    fa, fb = batch_factor(a), batch_factor(b)
+    return batch_times(fa + fb) if fa is not None and fb is not None and fa + fb >= 0 \
+        else None
+
+
+def _dim_sub(a, b):
+    if is_int(b):
+        return _dim_add(a, -b)
+    factor = batch_factor(b)
+    return _dim_add(a, batch_times(-factor)) if factor is not None else None
+
+
+def _dim_extreme(a, b, larger: bool):
+    """max (``larger``) or min of two dims; the batch counts as at least 1."""
+    if is_int(a) and is_int(b):
+        return max(a, b) if larger else min(a, b)
+    if a == b:
+        return a
+    if is_int(b):
+        a, b = b, a
+    if a == 1 and batch_factor(b) is not None:
+        return b if larger else 1
+    return None
+
+
+def _slice(ctx, value):
+    """Slice of a small value along any axes (starts, ends, axes, steps as inputs, or as
+    attributes before opset 10); None when they are not constant."""
+    if ctx.opset < 10:
+        starts, ends, axes = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes")
+        steps = None
+    else:
+        starts, ends = ctx.ints(1), ctx.ints(2)
+        axes = ctx.ints(3) if ctx.has_input(3) else None
+        steps = ctx.ints(4) if ctx.has_input(4) else None
+        if starts is None or ends is None or (ctx.has_input(3) and axes is None) \
+                or (ctx.has_input(4) and steps is None):
+            return None
+    axes = list(axes) if axes else list(range(len(starts)))
+    steps = list(steps) if steps else [1] * len(starts)
+    index = [slice(None)] * value.ndim
+    for start, end, a, step in zip(starts, ends, axes, steps):
+        index[a] = slice(start, end, step)
+    return value[tuple(index)]
+
+
+# binary operators on dims that may be batch multiples
+_DIM_OPS = {"Mul": _dim_mul, "Div": _dim_div, "Add": _dim_add, "Sub": _dim_sub,
+            "Max": lambda a, b: _dim_extreme(a, b, True),
+            "Min": lambda a, b: _dim_extreme(a, b, False)}
+# ReduceSum / ReduceProd of small ints (or batch multiples): how to combine two entries
+_REDUCERS = {"ReduceSum": (_dim_add, 0), "ReduceProd": (_dim_mul, 1)}
+
+
+def _reduce(ctx, value):
+    """ReduceSum/ReduceProd of a small value whose entries may be batch multiples (a Reshape
+    target ``batch * heads`` is ``ReduceProd(Shape(x)[0:2])``)."""
+    np = _np()
+    if ctx.has_input(1):
+        axes = ctx.ints(1)
+        if axes is None:
+            return None
+    else:
+        axes = list(ctx.attr("axes") or [])
+    if not axes and ctx.attr("noop_with_empty_axes", 0):
+        return value
+    axes = tuple(a % value.ndim for a in axes) if axes else tuple(range(value.ndim))
+    keep = bool(ctx.attr("keepdims", 1))
+    if _numeric(value):
+        fn = np.sum if ctx.op_type == "ReduceSum" else np.prod
+        return np.asarray(fn(value, axis=axes, keepdims=keep), dtype=value.dtype)
+    combine, start = _REDUCERS[ctx.op_type]
+    moved = np.moveaxis(value.astype(object), axes, tuple(range(len(axes))))
+    flat = moved.reshape((-1,) + moved.shape[len(axes):])
+    out = np.empty(flat.shape[1:], dtype=object)
+    for index in np.ndindex(*out.shape):
+        total = start
+        for item in flat[(slice(None),) + index]:
+            total = None if total is None or item is None else combine(total, item)
+        out[index] = total
+    if keep:
+        out = out.reshape([1 if i in axes else d for i, d in enumerate(value.shape)])
+    return out.astype(np.int64) if all(is_int(x) for x in out.reshape(-1)) else out
+
+
 def _numeric(value) -> bool:
     return value is not None and value.dtype != object
 
@@ -138,12 +228,12 @@ def _propagate(ctx, outputs) -> list:
         if kind == "Concat" and all(x is not None for x in v):
             return [np.concatenate([x.reshape(-1) if x.ndim == 0 else x for x in v],
                                    axis=ctx.attr("axis", 0))]
-        if kind == "Slice" and v and v[0] is not None and v[0].ndim == 1:
-            starts, ends = ctx.ints(1), ctx.ints(2)
-            steps = ctx.ints(4) if ctx.has_input(4) else [1]
-            if starts is None or ends is None or steps is None:
-                return none
-            return [v[0][slice(starts[0], ends[0], steps[0])]]
+        if kind == "Slice" and v and v[0] is not None:
+            return [_slice(ctx, v[0])]
+        if kind == "Transpose" and v and v[0] is not None:
+            return [np.transpose(v[0], ctx.attr("perm"))]
+        if kind in _REDUCERS and v and v[0] is not None:
+            return [_reduce(ctx, v[0])]
         if kind in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Where", "Mod",
                     "Less", "Greater", "Neg", "Abs", "Not", "Ceil", "Floor", "Sqrt") \
                 and all(_numeric(x) for x in v) and v:
@@ -158,9 +248,9 @@ def _propagate(ctx, outputs) -> list:
                     return [np.trunc(v[0] / v[1]).astype(v[0].dtype)]
                 return [v[0] / v[1]]
             return [np.asarray(fn(*v))]
-        if kind in ("Mul", "Div") and len(v) == 2 and all(x is not None for x in v):
+        if kind in _DIM_OPS and len(v) == 2 and all(x is not None for x in v):
             a, b = np.broadcast_arrays(v[0].astype(object), v[1].astype(object))
-            fn = _dim_mul if kind == "Mul" else _dim_div
+            fn = _DIM_OPS[kind]
             items = [fn(x, y) for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
             out = np.array(items + [None], dtype=object)[:-1].reshape(a.shape)
             return [out.astype(np.int64) if all(is_int(x) for x in items) else out]
