@@ -11,10 +11,10 @@ from memlint.catalog import default_options
 from memlint.checks import RULES, RuleContext
 from memlint.config import Settings
 from memlint.diagnostics import Diagnostic
-from memlint.frontends.keras import analyze_source
 from memlint.ir import OptimizerSpec
 from memlint.memory import estimate
 from memlint.memory.optimizers import is_known
+from memlint.memory.profiles import profile_for
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import parse_size
 
@@ -103,6 +103,8 @@ def analyze_onnx_file(path: str, settings: Settings) -> FileReport:
 
 def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     """Analyse Keras source text as if it were the file ``path``."""
+    from memlint.frontends.keras import analyze_source  # libcst: not needed for ONNX files
+
     budget = budget_for(settings)
     input_shape = (None,) + tuple(settings.input_shape) if settings.input_shape else None
     roots = (str(Path(settings.source).parent),) if settings.source != "defaults" else ()
@@ -121,6 +123,12 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
     settings, path, budget = report.settings, report.path, report.budget
     for graph in models:
         apply_overrides(graph, settings)
+        if settings.backend:
+            graph.setup.backend = settings.backend
+            graph.setup.backend_source = "configured (--backend or config)"
+        elif module is not None:  # Keras source (libcst); an ONNX graph names no backend
+            from memlint.frontends.keras.setup import apply_backend
+            apply_backend(graph.setup, module)
         if not is_known(graph.setup.optimizer.name):
             diagnostics.append(Diagnostic(
                 "MEM900", "unresolved-value", "info",
@@ -128,7 +136,8 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
                 "assumed 2 slots per parameter (as Adam)", path,
                 *(_line_col(graph.location))))
         report.models.append(graph)
-        report.breakdowns.append(estimate(graph))
+        report.breakdowns.append(estimate(graph, profile=profile_for(
+            graph.setup.backend, graph.setup.jit_compile)))
     for code, rule in sorted(RULES.items()):
         if not settings.enabled(code):
             continue

@@ -39,6 +39,9 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                              "called with its defaults or literal arguments: "
                              "--entry 'build_model(classes=10, input_shape=(32, 32, 3))'")
     parser.add_argument("--optimizer", help="override the optimizer (sgd, adam, ...)")
+    parser.add_argument("--backend", choices=("tf", "jax", "torch"),
+                        help="memory profile of the backend that runs the model (default: "
+                             "from the code: KERAS_BACKEND, set_backend, imports)")
     parser.add_argument("--cuda-context", help="memory taken by the CUDA context (300MiB)")
     parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable")
@@ -85,7 +88,8 @@ def _cli_settings(args) -> dict:
 
     return {
         "gpu": args.gpu, "batch_size": args.batch_size, "input_shape": args.input_shape,
-        "mode": args.mode, "optimizer": args.optimizer, "cuda_context": args.cuda_context,
+        "mode": args.mode, "optimizer": args.optimizer, "backend": args.backend,
+        "cuda_context": args.cuda_context,
         "reserve": args.reserve, "select": codes(args.select), "ignore": codes(args.ignore),
         "fail_on": getattr(args, "fail_on", None), "entry": getattr(args, "entry", None),
         "dims": args.dim,

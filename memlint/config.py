@@ -2,7 +2,8 @@
 (the nearest one found walking up from each checked file), then command-line flags.
 
 Keys (kebab-case in files): ``gpu``, ``batch-size``, ``input-shape``, ``mode``, ``optimizer``,
-``select``, ``ignore``, ``fail-on``, ``cuda-context``, ``reserve``, ``entry``, ``dims`` (ONNX
+``backend`` (tf, jax, torch), ``select``, ``ignore``, ``fail-on``, ``cuda-context``,
+``reserve``, ``entry``, ``dims`` (ONNX
 symbolic dimension sizes, merged with ``--dim``), ``rules`` (per-rule options, e.g.
 ``rules.MEM002.activation-share``) and ``per-file-overrides`` (glob, relative to the config
 file's folder -> any of the keys above).
@@ -26,6 +27,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 MODES = ("train", "infer")
+BACKENDS = {"tf": "tf", "tensorflow": "tf", "jax": "jax", "torch": "torch", "pytorch": "torch"}
 FAIL_LEVELS = ("info", "warning", "error")
 
 
@@ -42,6 +44,7 @@ class Settings:
     input_shape: Optional[tuple] = None  # without the batch dimension
     mode: Optional[str] = None
     optimizer: Optional[str] = None
+    backend: Optional[str] = None  # tf, jax, torch: the memory profile (default: from code)
     select: tuple = ()  # rule code prefixes; empty = all
     ignore: tuple = ()
     fail_on: str = "warning"
@@ -116,6 +119,10 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         value = {"inference": "infer", "training": "train"}.get(value, value)
         if value not in MODES:
             raise ConfigError(f"{where}: mode must be train or infer, got {value!r}")
+    elif key == "backend":
+        value = BACKENDS.get(str(value).lower())
+        if value is None:
+            raise ConfigError(f"{where}: backend must be tf, jax or torch")
     elif key == "fail_on":
         if value not in FAIL_LEVELS:
             raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_LEVELS)}")

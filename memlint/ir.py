@@ -130,6 +130,9 @@ class TrainingSetup:
     dtype_policy: str = "float32"  # float32, float16, mixed_float16, mixed_bfloat16, ...
     dtype_source: str = "default"
     location: Optional[Location] = None  # the call (fit, train_on_batch, predict) that set the mode
+    backend: Optional[str] = None  # tf, jax, torch (None: not known; v1 model, no profile)
+    backend_source: str = "not stated in the code"
+    jit_compile: Optional[bool] = None  # compile(jit_compile=...) when the code sets it
 
 
 @dataclass

@@ -173,3 +173,22 @@ def test_keras_only_runs_never_import_onnx():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_rules_import_no_libcst():
+    """The source-level rule MEM004 imports libcst only when it checks a Python file."""
+    code = "import sys, memlint.checks; sys.exit(3 if 'libcst' in sys.modules else 0)"
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_onnx_only_runs_never_import_libcst(tmp_path):
+    """The Keras frontend and MEM004's visitor (libcst, about 0.2 s) are not imported."""
+    path = conv_stack(tmp_path / "m.onnx")
+    code = ("import sys; from memlint.cli import main; "
+            f"main(['check', {str(path)!r}, '--exit-zero']); "
+            "sys.exit(3 if 'libcst' in sys.modules else 0)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

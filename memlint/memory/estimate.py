@@ -49,6 +49,7 @@ class MemoryBreakdown:
     fixed_bytes: int = 0  # the part that does not depend on the batch size
     largest_activation: Optional[tuple] = None  # (layer name, bytes) of the biggest single output
     unknown_activations: list = field(default_factory=list)  # layers whose size is unknown
+    profile: Optional[str] = None  # the backend profile applied (memory/profiles.py), if any
 
     def category(self, name: str) -> int:
         return sum(p.bytes for p in self.parts if p.category == name)
@@ -120,8 +121,10 @@ def _input_bytes(graph: ModelGraph, batch_size: int, element_bytes: int) -> int:
     return total
 
 
-def _activations(graph: ModelGraph, batch_size: int, element_bytes: int, breakdown) -> tuple:
-    """(sum of kept outputs, largest single output) over the model's layers."""
+def _activations(graph: ModelGraph, batch_size: int, element_bytes: int, breakdown,
+                 skip=frozenset()) -> tuple:
+    """(sum of kept outputs, largest single output) over the model's layers; layers of a type
+    in ``skip`` (fused by the backend) keep no output of their own."""
     kept, largest = 0, None
     for layer in graph.layers:
         size = layer_activation_bytes(layer, batch_size, element_bytes)
@@ -131,7 +134,7 @@ def _activations(graph: ModelGraph, batch_size: int, element_bytes: int, breakdo
             continue
         if largest is None or size > largest[1]:
             largest = (layer.name, size)
-        if layer.type not in VIEW_LAYERS:
+        if layer.type not in VIEW_LAYERS and layer.type not in skip:
             kept += size
         kept += inner_activation_bytes(layer, batch_size, element_bytes)
     return kept, largest
@@ -165,9 +168,17 @@ def _weight_bytes(graph: ModelGraph, default_bytes: int, trainable_only: bool) -
                for w in layer.weights if w.trainable or not trainable_only)
 
 
-def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None) -> MemoryBreakdown:
-    """The memory breakdown of ``graph`` under ``setup`` (the graph's own setup by default)."""
+def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
+             profile=None) -> MemoryBreakdown:
+    """The memory breakdown of ``graph`` under ``setup`` (the graph's own setup by default).
+
+    ``profile`` (:mod:`memlint.memory.profiles`) refines the v1 model for one backend; None
+    keeps v1 (TensorFlow graph mode without its allocator).
+    """
     setup = setup or graph.setup
+    if profile is not None:
+        from memlint.memory.profiles import estimate_with_profile
+        return estimate_with_profile(graph, setup, profile)
     batch = setup.batch_size or 1
     prec = precision(setup.dtype_policy)
     result = MemoryBreakdown(mode=setup.mode, batch_size=batch)

@@ -101,6 +101,7 @@ def model_report(graph, breakdown, budget) -> list:
         lines.append(f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
                      f"({setup.optimizer.source})")
     lines.append(f"  dtype policy: {setup.dtype_policy} ({setup.dtype_source})")
+    lines.append(f"  profile:      {profile_line(setup, breakdown)}")
     if budget is None:
         lines.append("  GPU:          none configured (use --gpu 8GiB or a name such as t4)")
     else:
@@ -117,6 +118,17 @@ def model_report(graph, breakdown, budget) -> list:
     if breakdown.unknown_activations:
         lines.append("  not counted (shape unknown): " + ", ".join(breakdown.unknown_activations))
     return lines
+
+
+def profile_line(setup, breakdown) -> str:
+    """Which memory profile was used and why (the backend and where it came from)."""
+    backend = getattr(setup, "backend", None)
+    profile = getattr(breakdown, "profile", None)
+    if profile is None:
+        return f"v1 (TensorFlow graph mode, no allocator model; backend " \
+               f"{getattr(setup, 'backend_source', 'not stated in the code')})"
+    jit = " with jit_compile=True" if backend == "tf" and profile == "xla" else ""
+    return f"{profile} (backend {backend}{jit}: {setup.backend_source})"
 
 
 def render_report(reports: list, errors: list, options) -> str:

@@ -20,6 +20,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     policy, source = model.dtype_policy or (state.dtype_policy, state.dtype_source)
     setup = TrainingSetup(dtype_policy=policy, dtype_source=source)
     setup.optimizer = _optimizer(usage)
+    setup.jit_compile = _jit_compile(usage)
 
     for method in ("train_on_batch", "fit", "fit_generator"):
         for args, kwargs, loc in usage.get(method, []):
@@ -78,6 +79,25 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     if isinstance(rows, int) and rows < KERAS_DEFAULT_BATCH:
         setup.batch_size = rows
         setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}"
+
+
+def _jit_compile(usage: dict):
+    """``compile(jit_compile=True/False)`` as the code states it (None: not stated)."""
+    for _args, kwargs, _loc in usage.get("compile", []):
+        value = kwargs.get("jit_compile")
+        if isinstance(value, bool):
+            return value
+    return None
+
+
+def apply_backend(setup: TrainingSetup, module, configured=None) -> None:
+    """Record the backend: ``--backend``/config first, else what the source says."""
+    from memlint.frontends.keras.backend import detect_backend
+
+    if configured:
+        setup.backend, setup.backend_source = configured, "configured (--backend or config)"
+        return
+    setup.backend, setup.backend_source = detect_backend(module)
 
 
 def _optimizer(usage: dict) -> OptimizerSpec:

@@ -1,0 +1,92 @@
+"""The measurement harness: the comparison table from recorded runs, and one tiny run on
+the CPU with the JAX backend (skipped without JAX)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from harness import compare
+from harness.measure import config_key, matrix, max_batch_configs, verdict_configs
+from memlint.memory.estimate import MemoryBreakdown
+
+
+def _row(**kw):
+    row = {"backend": "jax", "device": "NVIDIA H100", "fixture": "f.py", "model": "model",
+           "batch": 8, "optimizer": "adam", "precision": "float32", "mode": "train",
+           "kind": None, "status": "ok", "measured_peak": 1000, "memlint_peak": 1000}
+    row.update(kw)
+    return row
+
+
+def test_compare_errors_and_verdicts(tmp_path):
+    rows = [_row(memlint_peak=1030), _row(memlint_peak=900), _row(memlint_peak=1010),
+            _row(backend="torch", memlint_peak=1200),
+            # verdicts: said fits and ran; said fits and OOM (wrong); said no and OOM
+            _row(kind="cap-fit", cap_bytes=1100, status="ok", measured_peak=None),
+            _row(kind="cap-fit", cap_bytes=1100, status="oom", measured_peak=None),
+            _row(kind="cap-fail", cap_bytes=900, status="oom", measured_peak=None),
+            _row(kind="cap-fail", cap_bytes=900, status="crash", measured_peak=None)]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {(s["backend"], s["basis"]): s for s in compare.summarise(compare.load([path]))}
+    jax = summary[("jax", "measured")]
+    assert jax["runs"] == 3 and jax["median_abs_error"] == pytest.approx(0.03)
+    assert jax["verdict_runs"] == 3
+    assert jax["wrong_verdict_rate"] == pytest.approx(1 / 3)
+    assert jax["fit_then_oom"] == 1 and jax["failed_runs"] == 1
+    assert summary[("torch", "measured")]["median_abs_error"] == pytest.approx(0.2)
+    table = compare.markdown(compare.load([path]))
+    assert "| jax | NVIDIA H100 | measured peak | 3 | 3.0% | 3 | 33.3% | 1 | 1 |" in table
+
+
+def test_cpu_rows_compare_with_the_xla_plan():
+    row = _row(device="cpu", measured_peak=None, xla_plan={"peak": 800}, memlint_peak=880)
+    error, basis = compare.relative_error(row)
+    assert basis == "xla-plan" and error == pytest.approx(0.1)
+    assert "XLA memory plan (CPU)" in compare.markdown([row])
+
+
+def test_matrix_covers_optimizers_precisions_and_modes():
+    configs = matrix("full", ["jax", "torch"])
+    assert {c["optimizer"] for c in configs} == {"sgd", "sgd_momentum", "adam", "adamw",
+                                                  "rmsprop", "adagrad"}
+    assert {c["precision"] for c in configs} == {"float32", "mixed_float16"}
+    assert {c["mode"] for c in configs} == {"train", "infer"}
+    assert len(configs) >= 80 and len({config_key(c) for c in configs}) == len(configs)
+
+
+def test_verdict_and_max_batch_runs():
+    row = _row(memlint_peak=1_000_000)
+    fit, fail = verdict_configs(row)
+    assert fit["cap_bytes"] > 1_000_000 > fail["cap_bytes"]
+    b = MemoryBreakdown(mode="train", batch_size=8, fixed_bytes=200_000,
+                        per_sample_bytes=100_000)
+    best, bigger = max_batch_configs(row, b)
+    assert best["batch"] == 8 and bigger["batch"] == 9
+    assert best["cap_bytes"] == bigger["cap_bytes"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None
+                    or importlib.util.find_spec("keras") is None,
+                    reason="jax and keras are needed for a CPU run (pip install jax keras)")
+def test_one_tiny_cpu_run(tmp_path):
+    from harness import measure
+
+    out = tmp_path / "cpu.jsonl"
+    assert measure.main(["--backends", "jax", "--matrix", "tiny", "--cpu", "--limit", "1",
+                         "--steps", "1", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["status"] == "ok", row.get("error")
+    assert row["measured_peak"] is None and row["cuda"] is None  # GPU-only fields
+    assert row["xla_plan"]["peak"] > 0 and row["memlint_profile"] == "xla"
+    assert row["memlint_parts"]["weights"] > 0
+    # resumable: the same run is not repeated
+    assert measure.main(["--backends", "jax", "--matrix", "tiny", "--cpu", "--limit", "1",
+                         "--steps", "1", "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 2  # the next configuration, not the first
+    assert os.path.getsize(out) > 0
