@@ -192,3 +192,15 @@ def test_onnx_only_runs_never_import_libcst(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_report_shows_live_memory_per_node_and_explains_parameter_counts(tmp_path, capsys):
+    path = conv_stack(tmp_path / "m.onnx")
+    assert main(["report", str(path), "--batch-size", "2"]) == 0
+    out = capsys.readouterr().out
+    header = next(l for l in out.splitlines() if l.startswith("Node (op type)"))
+    assert header.split()[-1] == "Live"
+    conv = next(l for l in out.splitlines() if l.startswith("Conv_0 (Conv)"))
+    # the input (2*3*32*32 floats, 24 KiB) and Conv_0's output (2*16*32*32 floats, 128 KiB)
+    assert conv.split()[-2:] == ["152", "KiB"]
+    assert "exporters fold BatchNormalization" in out and "profile:" not in out

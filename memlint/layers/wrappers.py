@@ -142,9 +142,10 @@ class Lambda(LayerKind):
     """``Lambda(function, output_shape=None, mask=None, arguments=None)``: no weights.
 
     The output shape is ``(batch,) + output_shape`` (Keras 3 adds the batch axis; a list or
-    tuple of tuples gives several outputs).  Without ``output_shape`` Keras would trace the
-    function; memlint cannot, so the call is unresolved.  A callable ``output_shape`` is
-    unresolved too.
+    tuple of tuples gives several outputs).  Without ``output_shape`` Keras traces the
+    function, and a callable ``output_shape`` is called on the input shape: the Keras
+    frontend does both for functions of the analysed code (``models._resolve_lambda``) and
+    gives this kind the result; otherwise the call is unresolved.
     """
 
     name = "Lambda"

@@ -66,7 +66,8 @@ def model_report(graph, breakdown, budget) -> list:
     compute_bytes = precision(setup.dtype_policy).compute_bytes
     where = f"{graph.location.path}:{graph.location.line}" if graph.location else "?"
     lines = [f"Model '{graph.name}' ({graph.kind}) at {where}"]
-    onnx = graph.kind == "ONNX"  # one row per node; no source lines
+    onnx = graph.kind == "ONNX"  # one row per node, with the memory alive after it runs
+    live = _live_by_node(graph, breakdown.batch_size) if onnx else {}
     rows = []
     for layer in graph.layers:
         act = layer_activation_bytes(layer, breakdown.batch_size, compute_bytes)
@@ -74,9 +75,11 @@ def model_report(graph, breakdown, budget) -> list:
         row = (f"{layer.name} ({layer.type})", shape,
                f"{layer.params:,}" if layer.unresolved is None else "?",
                format_bytes(act) if layer.output_shape is not None else "?")
-        rows.append(row if onnx else row + (layer.location.line if layer.location else "",))
+        last = format_bytes(live[layer.name]) if layer.name in live else \
+            (layer.location.line if layer.location else "")
+        rows.append(row + (last,))
     header = ("Node (op type)" if onnx else "Layer (type)", "Output Shape", "Param #",
-              f"Act. @{breakdown.batch_size}") + (() if onnx else ("Line",))
+              f"Act. @{breakdown.batch_size}", "Live" if onnx else "Line")
     lines += _table(rows, header, right={2, 3, 4})
     lines += [
         f"Total params: {graph.params:,} ({format_bytes(breakdown.category('weights'))})",
@@ -101,7 +104,8 @@ def model_report(graph, breakdown, budget) -> list:
         lines.append(f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
                      f"({setup.optimizer.source})")
     lines.append(f"  dtype policy: {setup.dtype_policy} ({setup.dtype_source})")
-    lines.append(f"  profile:      {profile_line(setup, breakdown)}")
+    if not onnx:  # an ONNX graph's inference peak comes from tensor liveness, not a profile
+        lines.append(f"  profile:      {profile_line(setup, breakdown)}")
     if budget is None:
         lines.append("  GPU:          none configured (use --gpu 8GiB or a name such as t4)")
     else:
@@ -115,6 +119,11 @@ def model_report(graph, breakdown, budget) -> list:
             f"{'fits' if share <= 1 else 'does NOT fit'}",
             f"  largest batch size that fits: {max_batch_size(breakdown, budget.usable):,}",
         ]
+    if onnx:
+        lines.append("  parameters:   the weights stored in the graph; exporters fold "
+                     "BatchNormalization into the convolution before it and drop training-only "
+                     "state (optimizer slots, batch counters), so the source framework's count "
+                     "can differ")
     if breakdown.unknown_activations:
         lines.append("  not counted (shape unknown): " + ", ".join(breakdown.unknown_activations))
     return lines
@@ -129,6 +138,12 @@ def profile_line(setup, breakdown) -> str:
                f"{getattr(setup, 'backend_source', 'not stated in the code')})"
     jit = " with jit_compile=True" if backend == "tf" and profile == "xla" else ""
     return f"{profile} (backend {backend}{jit}: {setup.backend_source})"
+
+
+def _live_by_node(graph, batch_size: int) -> dict:
+    """Bytes of tensors alive once each node of an ONNX graph has run (inference)."""
+    from memlint.frontends.onnx.liveness import inference_peak
+    return dict(inference_peak(graph, batch_size)[2])
 
 
 def render_report(reports: list, errors: list, options) -> str:
