@@ -53,3 +53,14 @@ def test_classes_with_other_bases_are_not_plain():
     got = names("from typing import NamedTuple\nclass P(NamedTuple):\n    x: int = 1\nr = P()\n")
     from memlint.frontends.keras.values import is_unknown
     assert is_unknown(got["r"])
+
+
+def test_dataclass_field_spellings():
+    got = names(
+        "import dataclasses\n"
+        "def field_width():\n    return 3\n"
+        "@dataclasses.dataclass\nclass Cfg:\n"
+        "    units: int = dataclasses.field(default=5)\n"
+        "    width: int = field_width()\n"
+        "c = Cfg()\nr = (c.units, c.width)\n")
+    assert got["r"] == (5, 3)

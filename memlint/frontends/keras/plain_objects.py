@@ -117,8 +117,7 @@ def _field(interp, cls: PlainClass, node: cst.AnnAssign) -> None:
     """``units: int = 64`` in a class body: a dataclass field and a class attribute."""
     name = node.target.value
     value = interp.eval(node.value) if node.value is not None else _MISSING
-    if isinstance(node.value, cst.Call) and "field" in getattr(node.value.func, "value", "") \
-            + getattr(getattr(node.value.func, "attr", None), "value", ""):
+    if isinstance(node.value, cst.Call) and _callee_name(node.value) == "field":
         value = _dataclass_field_default(interp, node.value)
     cls.fields = [f for f in cls.fields if f[0] != name] + [(name, value)]
     if value is not _MISSING:
@@ -139,7 +138,11 @@ def _dataclass_field_default(interp, call: cst.Call) -> Any:
 
 
 def _decorator_name(decorator: cst.Decorator) -> str:
-    expr = decorator.decorator
+    return _callee_name(decorator.decorator)
+
+
+def _callee_name(expr) -> str:
+    """The last name of ``name``, ``module.name`` or a call of either (``field(...)``)."""
     expr = expr.func if isinstance(expr, cst.Call) else expr
     return expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
 
