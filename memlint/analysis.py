@@ -136,12 +136,13 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
                 "assumed 2 slots per parameter (as Adam)", path,
                 *(_line_col(graph.location))))
         report.models.append(graph)
-        report.breakdowns.append(estimate(graph, profile=profile_for(
+        report.breakdowns.append(estimate(graph.for_memory(), graph.setup, profile=profile_for(
             graph.setup.backend, graph.setup.jit_compile)))
+    sized = [graph.for_memory() for graph in report.models]  # what the rules size
     for code, rule in sorted(RULES.items()):
         if not settings.enabled(code):
             continue
-        ctx = RuleContext(path=path, models=report.models, breakdowns=report.breakdowns,
+        ctx = RuleContext(path=path, models=sized, breakdowns=report.breakdowns,
                           budget=budget, module=module, positions=positions,
                           source=source,
                           options=settings.rule_options(code, default_options(code)))

@@ -133,6 +133,23 @@ class TrainingSetup:
     backend: Optional[str] = None  # tf, jax, torch (None: not known; v1 model, no profile)
     backend_source: str = "not stated in the code"
     jit_compile: Optional[bool] = None  # compile(jit_compile=...) when the code sets it
+    # what the model is fed: one element shape per model input, batch dimension excluded
+    # (None: not known from the code), and where it came from (with the line)
+    data_shapes: Optional[list] = None
+    data_source: str = ""
+    host_data: list = field(default_factory=list)  # list[HostData]: data held in host memory
+
+
+@dataclass
+class HostData:
+    """Data the code holds in host memory and hands to Keras at once (an in-memory array
+    given to ``fit``/``predict``/``from_tensor_slices``): what it is, its size, where."""
+
+    what: str  # e.g. "x_train passed to fit()" or "arrays given to from_tensor_slices()"
+    bytes: int
+    shape: tuple  # the array's full shape (samples first)
+    dtype: str
+    location: Optional[Location] = None
 
 
 @dataclass
@@ -147,6 +164,15 @@ class ModelGraph:
     input_shapes: list = field(default_factory=list)  # model inputs, batch dimension first
     setup: TrainingSetup = field(default_factory=TrainingSetup)
     unresolved: list = field(default_factory=list)  # list[Unresolved]
+    # the same model with the unknown input dimensions taken from the data it is fed (as
+    # Keras builds it at fit time); its layers carry the fed shapes for the memory model,
+    # while ``layers`` keep Keras's own shapes (None where Keras shows None)
+    sized: Optional["ModelGraph"] = None
+
+    def for_memory(self) -> "ModelGraph":
+        """The graph the memory model and the budget rules read: sized by its data if it
+        can be, else as declared."""
+        return self.sized if self.sized is not None else self
 
     @property
     def trainable_params(self) -> int:

@@ -11,8 +11,9 @@ import math
 import re
 from typing import Any
 
-from memlint.frontends.keras import (classes, keras_utils, models, nested, plain_objects,
-                                    tensor_ops)
+from memlint.frontends.keras import (classes, data, keras_utils, models, nested,
+                                    plain_objects, tensor_ops)
+from memlint.frontends.keras import arrays
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
@@ -75,6 +76,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         return plain_objects.get_attribute(interp, base, attr, node)
     if isinstance(base, plain_objects.ArgumentParser):
         return BoundMethod(base, attr)
+    if isinstance(base, Array):
+        return arrays.get_attribute(base, attr)
     if isinstance(base, (Tensor, Array)):
         if attr == "shape":
             if isinstance(base, Tensor) and base.shape is None:
@@ -101,7 +104,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
             return base.inputs if attr == "inputs" or len(base.inputs) != 1 else base.inputs[0]
         if attr in ("output", "outputs"):
             return base.outputs if attr == "outputs" or len(base.outputs) != 1 else base.outputs[0]
-    if isinstance(base, (SequentialModel, FunctionalModel, LayerRef, list, dict, Array, Tensor)):
+    if isinstance(base, (SequentialModel, FunctionalModel, LayerRef, list, dict, Array, Tensor,
+                         data.Dataset, data.ImageGenerator)):
         return BoundMethod(base, attr)
     if isinstance(base, str) and attr in _STR_METHODS:
         return BoundMethod(base, attr)
@@ -134,14 +138,9 @@ def subscript(base: Any, key: Any, failed=None) -> Any:
             return Unknown("index out of range or missing key in the analysed code")
         except TypeError:
             return Unknown("index out of range or missing key in the analysed code")
-    if isinstance(base, Array) and isinstance(key, slice):
-        return Array(tuple(base.shape[:1] and _sliced_rows(base.shape, key)))
+    if isinstance(base, Array):
+        return arrays.getitem(base, key)
     return Unknown("subscript of a value not known statically")
-
-
-def _sliced_rows(shape: tuple, key: slice) -> tuple:
-    rows = len(range(*key.indices(shape[0])))
-    return (rows,) + tuple(shape[1:])
 
 
 # ---------------------------------------------------------------------- calls
@@ -152,6 +151,9 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return call_ref(interp, func.name, args, kwargs, node)
     if isinstance(func, BoundMethod):
         return call_method(interp, func.obj, func.method, args, kwargs, node)
+    if isinstance(func, (LayerRef, SequentialModel, FunctionalModel)) and args \
+            and isinstance(args[0], Array):  # preprocessing data: ``ds.map(augment)``
+        return data.apply_to_data(func, args[0])
     if isinstance(func, (LayerRef, OpaqueLayer)):
         return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, UserFunction):
@@ -173,8 +175,6 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
     if isinstance(func, classes.ClassLayer):
         return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, (SequentialModel, FunctionalModel)):
-        if args and isinstance(args[0], Array):
-            return Unknown("result of calling a model on data")
         return models.call_layer(interp, nested.model_as_layer(func), args, kwargs, node)
     if isinstance(func, ModelLayer):
         return models.call_layer(interp, func, args, kwargs, node)
@@ -247,17 +247,21 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return state.context.data_format
     if name == "keras.backend.image_dim_ordering":
         return "th" if state.context.data_format == "channels_first" else "tf"
+    value = data.call(interp, name, args, kwargs, node)
+    if value is not data.NOT_DATA:
+        return value
     if name in _DEVICE_LISTS:
         # the machine's devices: one stands for all, so `for gpu in gpus:` bodies and
         # `if gpus:` branches (memory-growth settings) are followed without a note
         return [Unknown("a device of the machine that runs the code")]
-    if name == "keras.utils.to_categorical":
-        return _to_categorical(args, kwargs)
+    if arrays.handles(name, args, kwargs):  # keras.datasets, to_categorical, tf.image, ...
+        return arrays.call(state, name, args, kwargs)
     if name in _LIKE_FUNCS and args and isinstance(args[0], Array):
-        return Array(args[0].shape)
+        return arrays.like(name, args, kwargs)
     if name in _TF_SHAPE_FUNCS:
         dims = _as_dims(args[0] if args else kwargs.get("shape", kwargs.get("dims")))
-        return Array(dims) if dims is not None else Unknown(f"{name} of a shape not known")
+        return Array(dims, arrays.constructor_dtype(name, kwargs, args)) if dims is not None \
+            else Unknown(f"{name} of a shape not known")
     if name in classes.TENSOR_FUNCTIONS:
         return classes.tensor_function(name, args, kwargs)
     if name.startswith("numpy."):
@@ -302,6 +306,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
 def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -> Any:
     if isinstance(obj, (SequentialModel, FunctionalModel)):
         return models.model_method(interp, obj, method, args, kwargs, node)
+    if isinstance(obj, (data.Dataset, data.ImageGenerator)):
+        return data.method(interp, obj, method, args, kwargs, node)
     if isinstance(obj, plain_objects.ArgumentParser):
         if method == "add_argument":
             plain_objects.add_argument(obj, args, kwargs)
@@ -362,11 +368,9 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             return getattr(obj, method)(*args, **kwargs)
         except Exception:
             return Unknown(f"str.{method} failed on these arguments")
-    if isinstance(obj, Array) and method in ("astype", "copy"):
-        return Array(obj.shape)
-    if isinstance(obj, Array) and method == "reshape":
-        return _reshaped(obj, args[0] if len(args) == 1 else tuple(args))
-    if isinstance(obj, (Array, Tensor)) and method == "reshape":
+    if isinstance(obj, Array):
+        return arrays.call_method(obj, method, args, kwargs)
+    if isinstance(obj, Tensor) and method == "reshape":
         return Unknown("reshape of data is not evaluated")
     return Unknown(f"method {method}() is not evaluated")
 
@@ -417,31 +421,6 @@ def _keras1_merge(interp, args, kwargs, node):
     return models.call_layer(interp, layer, [args[0] if args else kwargs.get("inputs")], {}, node)
 
 
-def _reshaped(array: Array, shape) -> Any:
-    """``array.reshape(shape)`` with at most one -1, when every size is known."""
-    dims = _as_dims(shape)
-    if dims is None or dims.count(-1) > 1 or any(d < -1 for d in dims):
-        return Unknown("reshape of data to a shape not known statically")
-    total = math.prod(array.shape)
-    known = math.prod(d for d in dims if d != -1)
-    if -1 in dims:
-        if known == 0 or total % known:
-            return Unknown("reshape that does not divide the data")
-        dims = tuple(total // known if d == -1 else d for d in dims)
-    if math.prod(dims) != total:
-        return Unknown("reshape to a different number of elements")
-    return Array(dims)
-
-
-def _to_categorical(args, kwargs):
-    y = args[0] if args else kwargs.get("y")
-    classes = args[1] if len(args) > 1 else kwargs.get("num_classes", kwargs.get("nb_classes"))
-    if isinstance(y, Array) and isinstance(classes, int):
-        rows = y.shape[0]
-        return Array((rows, classes))
-    return Unknown("to_categorical of data not known statically")
-
-
 def _as_dims(value) -> tuple | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,)
@@ -467,9 +446,11 @@ def _numpy(name: str, args: list, kwargs: dict):
                           "numpy.random.randint": 2}[name]
             size = args[positional] if len(args) > positional else None
         dims = _as_dims(size) if size is not None else None
+    else:  # casts, reshapes, concatenation, reductions of arrays
+        return arrays.numpy_function(name, args, kwargs)
     if dims is None:
         return Unknown(f"{name} is not evaluated")
-    return Array(dims)
+    return Array(dims, arrays.constructor_dtype(name, kwargs, args))
 
 
 def _linspace(args: list, kwargs: dict) -> Any:
@@ -585,7 +566,7 @@ def _builtin(state, name: str, args: list, kwargs: dict):
         if name == "print":
             return None
         if name == "len":
-            return len(args[0])
+            return arrays.length(args[0]) if isinstance(args[0], Array) else len(args[0])
         if name == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1])
         if name in ("zip", "enumerate", "reversed", "sorted"):

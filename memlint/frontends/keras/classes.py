@@ -21,6 +21,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras.names import to_snake_case
+from memlint.frontends.keras.data import fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
                                             SequentialModel, Tensor, Unknown, UserFunction,
                                             flatten_structure)
@@ -238,12 +239,17 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
         return _add_weight(obj, args, kwargs)
     if obj.cls.kind == "model" and method.method in _USAGE_METHODS:
         loc = interp.location(node)
+        if method.method != "compile":
+            args, kwargs = resolve_fed(interp, args, kwargs, node)
         obj.usage.setdefault(method.method, []).append((args, kwargs, loc))
-        data = args[0] if args else kwargs.get("x")
-        shape = getattr(data, "shape", None)
-        if method.method != "compile" and _is_shape(shape) and len(shape) >= 2:
-            trace_model(obj, (None,) + tuple(shape[1:]),
-                        f"data passed to {method.method}() at line {loc.line}", loc)
+        fed = args[0] if args else kwargs.get("x")
+        shape = fed_input_shape(fed) if not isinstance(fed, Tensor) else None
+        if shape is None and isinstance(fed, Tensor) and _is_shape(fed.shape) \
+                and len(fed.shape) >= 2:
+            shape = (None,) + tuple(fed.shape[1:])
+        if method.method != "compile" and shape is not None:
+            trace_model(obj, shape, f"data passed to {method.method}() at line {loc.line}",
+                        loc)
         return Unknown(f"result of {method.method}()")
     if method.method == "build":
         shape = args[0] if args else kwargs.get("input_shape")

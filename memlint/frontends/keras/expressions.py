@@ -14,8 +14,10 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras import calls, models
+from memlint.frontends.keras import arrays
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import MAX_SEQUENCE
+from memlint.frontends.keras.values import Array
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
                                             Ref, SequentialModel, Tensor, Unknown,
                                             UserFunction, is_hashable, is_unknown)
@@ -223,6 +225,8 @@ class ExpressionEvaluator:
             return Unknown("not of an unknown value") if not has_truth(value) else not value
         if isinstance(value, Tensor) and isinstance(node.operator, cst.Minus):
             return models.tensor_operation(self, "Negative", [value], node)
+        if isinstance(value, Array):  # -x, +x, ~mask on NumPy data
+            return arrays.unary(type(node.operator).__name__, value)
         if not isinstance(value, (int, float)):
             return Unknown("unary operation on a value not known statically")
         if isinstance(node.operator, cst.Minus):
@@ -244,6 +248,10 @@ class ExpressionEvaluator:
             if op_type is not None:
                 return models.tensor_operation(self, op_type, [left, right], node)
             return Tensor(None, reason="operator on tensors not modelled")
+        if isinstance(left, Array) or isinstance(right, Array):  # NumPy data: shape and dtype
+            op_type = next((name for cls, name in _TENSOR_OPS.items()
+                            if isinstance(op_node, _aug_base(cls))), None)
+            return arrays.binary(op_type, left, right, isinstance(op_node, cst.BaseAugOp))
         op = next((fn for cls, fn in _BINARY.items() if isinstance(op_node, _aug_base(cls))),
                   None)
         if op is None:
@@ -293,6 +301,8 @@ class ExpressionEvaluator:
         left = self.eval(node.left)
         for target in node.comparisons:
             right = self.eval(target.comparator)
+            if isinstance(left, Array) or isinstance(right, Array):
+                return _array_comparison(left, right, target.operator, len(node.comparisons))
             if isinstance(target.operator, (cst.Is, cst.IsNot)) and _is_known_object(left) \
                     and _is_known_object(right) and (left is None or right is None
                                                       or not _is_plain(left)):
@@ -324,6 +334,9 @@ class ExpressionEvaluator:
                 return Unknown("tensor index not known statically")
             return models.apply_operation(self, "operator.getitem",
                                           [base, key if len(key) > 1 else key[0]], {}, node)
+        if isinstance(base, Array):  # x[..., np.newaxis], x[:, :, 0], x[idx]
+            key = tuple(self._index(element.slice) for element in node.slice)
+            return calls.subscript(base, key if len(key) > 1 else key[0])
         if len(node.slice) != 1:
             return Unknown("multi-dimensional subscript")
         sl = node.slice[0].slice
@@ -379,6 +392,20 @@ class ExpressionEvaluator:
         value = self.eval(node.value)
         self.assign(node.target, value)
         return value
+
+
+def _array_comparison(left: Any, right: Any, op: cst.CSTNode, count: int) -> Any:
+    """A comparison with NumPy data: ``x > 0.5`` is a bool array; ``x is None`` is known
+    (an array is never None)."""
+    if count != 1:
+        return Unknown("chained comparison of arrays not evaluated")
+    if isinstance(op, (cst.Is, cst.IsNot)) and (left is None or right is None):
+        return isinstance(op, cst.IsNot)
+    if not isinstance(op, (cst.Equal, cst.NotEqual, cst.LessThan,
+                                         cst.LessThanEqual, cst.GreaterThan,
+                                         cst.GreaterThanEqual)):
+        return Unknown("comparison of arrays not evaluated")
+    return arrays.compare(left, right)
 
 
 def _aug_base(cls):

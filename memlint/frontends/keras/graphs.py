@@ -3,14 +3,15 @@ Keras's layer order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Optional
 
 from memlint.frontends.keras import classes
 from memlint.frontends.keras.models import apply
 from memlint.frontends.keras.nested import (layer_weights, model_weights,
-                                            nested_activation_shapes, sequential_input)
+                                            nested_activation_shapes, rerun_functional,
+                                            sequential_input, sequential_step)
 from memlint.frontends.keras.order import functional_order
 from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
                                             SequentialModel, Tensor, TensorOp)
@@ -134,3 +135,53 @@ def _unique(pairs: list) -> list:
             out.append((layer, index))
     return out
 
+
+
+def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Optional[ModelGraph]:
+    """``graph`` with the input dimensions it leaves open (``Input((None, None, 3))``) taken
+    from the data it is fed, every layer's output re-derived on them as Keras does when the
+    first batch arrives; None when the data fixes nothing more (or does not match)."""
+    merged = _fed_inputs(graph.input_shapes, data_shapes)
+    if merged is None or not isinstance(model, (SequentialModel, FunctionalModel)):
+        return None
+    try:
+        if isinstance(model, SequentialModel):
+            if len(graph.layers) != len(model.layers):
+                return None
+            shape, outputs = merged[0], []
+            for layer in model.layers:
+                shape = sequential_step(layer, shape)
+                outputs.append([shape])
+        else:
+            order = [(layer, sorted(indices)) for layer, indices
+                     in functional_order(model.inputs, model.outputs)
+                     if not isinstance(layer, TensorOp)]
+            if len(order) != len(graph.layers):
+                return None
+            computed = rerun_functional(model, merged)
+            outputs = [[computed.get((id(layer), i), layer.calls[i].output_shape)
+                        for i in indices] for layer, indices in order]
+    except (LayerError, UnresolvedArgument):
+        return None
+    layers = [replace(node, output_shapes=outs) if node.unresolved is None else node
+              for node, outs in zip(graph.layers, outputs)]
+    return replace(graph, layers=layers, input_shapes=merged, sized=None)
+
+
+def _fed_inputs(declared: list, data_shapes: Optional[list]) -> Optional[list]:
+    """The model's input shapes with their open dimensions filled from the data's element
+    shapes; None when nothing is filled or a known dimension disagrees."""
+    if not declared or not data_shapes or len(declared) != len(data_shapes):
+        return None
+    merged, changed = [], False
+    for shape, fed in zip(declared, data_shapes):
+        if shape is None or fed is None or len(shape) != len(fed) + 1:
+            return None
+        dims = [shape[0]]
+        for mine, theirs in zip(shape[1:], fed):
+            if mine is not None and theirs is not None and mine != theirs:
+                return None
+            dims.append(mine if mine is not None else theirs)
+        changed |= tuple(dims) != tuple(shape)
+        merged.append(tuple(dims))
+    return merged if changed else None

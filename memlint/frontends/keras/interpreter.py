@@ -77,6 +77,37 @@ def _catches(names: Optional[set], error: str) -> bool:
     return names is None or any(error in _CATCHES.get(name, ()) for name in names)
 
 
+class _Yielded(BaseException):
+    """The first ``yield`` of a generator function run for its first value."""
+
+    def __init__(self, value: Any):
+        super().__init__()
+        self.value = value
+
+
+def _is_generator(fn_node) -> bool:
+    """Whether a ``def`` contains ``yield`` in its own body (not in nested functions)."""
+    if not isinstance(fn_node, cst.FunctionDef):
+        return False
+    found = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Yield(self, node):
+            found.append(node)
+
+        def visit_FunctionDef(self, node):
+            return node is fn_node
+
+        def visit_Lambda(self, node):
+            return False
+
+        def visit_ClassDef(self, node):
+            return False
+
+    fn_node.visit(_Finder())
+    return bool(found)
+
+
 class BudgetExceeded(Exception):
     """The per-file step budget ran out."""
 
@@ -109,6 +140,8 @@ class Interpreter(ExpressionEvaluator):
         self.depth = 0  # nesting of inlined calls
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0
+        self._generators: dict = {}  # id(def node) -> whether it is a generator function
+        self._capture_depth = -1  # call depth of the generator run by first_yield
 
     # ------------------------------------------------------------------ helpers
 
@@ -555,7 +588,41 @@ class Interpreter(ExpressionEvaluator):
             f"'{stmt.name.value}' is analysed as written")
 
     def call_function(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
-        """Inline a call of a function defined in the analysed file."""
+        """Inline a call of a function defined in the analysed file (a generator function's
+        call is a generator, run when data is taken from it: :meth:`first_yield`)."""
+        generator = self._generators.get(id(fn.node))
+        if generator is None:
+            generator = self._generators[id(fn.node)] = _is_generator(fn.node)
+        if generator:
+            from memlint.frontends.keras.data import Generator
+            return Generator(fn, list(args), dict(kwargs), node)
+        return self._inline(fn, args, kwargs, node)
+
+    def first_yield(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
+        """The first value the generator function ``fn`` yields (None if it yields none or
+        it cannot be told)."""
+        if not isinstance(fn, UserFunction) or not _is_generator(fn.node):
+            return None
+        saved = self._capture_depth
+        self._capture_depth = self.depth + 1  # the depth its body runs at
+        try:
+            self._inline(fn, args, kwargs, node)
+        except _Yielded as got:
+            return got.value
+        finally:
+            self._capture_depth = saved
+        return None
+
+    def eval_Yield(self, node):
+        value = node.value
+        if isinstance(value, cst.From):
+            return Unknown("yield from is not evaluated")
+        result = self.eval(value) if value is not None else None
+        if self._capture_depth == self.depth:
+            raise _Yielded(result)
+        return Unknown("the value sent to a generator")
+
+    def _inline(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
         loc = self.location(node)
         if self.depth >= MAX_CALL_DEPTH:
             self.state.note_budget(loc, f"call of '{fn.name}' not evaluated: more than "

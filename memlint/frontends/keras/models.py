@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
-from memlint.frontends.keras import classes, tensor_ops
+from memlint.frontends.keras import classes, data, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, Partial, SequentialModel, Tensor,
@@ -558,10 +558,13 @@ def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> 
             _sequential_build(interp.state, model)
         return None
     if method in _USAGE_METHODS:
+        if method != "compile":
+            args, kwargs = data.resolve_fed(interp, args, kwargs, node)
         model.usage.setdefault(method, []).append((args, kwargs, loc))
-        data = args[0] if args else kwargs.get("x")
+        fed = args[0] if args else kwargs.get("x")
         if (isinstance(model, SequentialModel) and method in _BUILDING_METHODS
-                and not model.built and isinstance(data, Array) and model.layers):
+                and not model.built and data.fed_input_shape(fed) is not None
+                and model.layers):
             _sequential_build(interp.state, model)  # Keras builds it on the first batch
         return Unknown(f"result of {method}()")
     if method == "summary":

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 import memlint.layers as registry
+from memlint.frontends.keras.data import fed_input_shape
 from memlint.frontends.keras.order import functional_nodes, functional_order
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             SequentialModel, TensorOp)
@@ -281,9 +282,8 @@ def sequential_input(model: SequentialModel, input_override: Optional[tuple]) ->
                 return shape, f"input of model '{first.name}'"
     for method in ("train_on_batch", "fit", "predict", "predict_on_batch", "evaluate"):
         for args, kwargs, loc in model.usage.get(method, []):
-            data = args[0] if args else kwargs.get("x")
-            if isinstance(data, Array) and len(data.shape) >= 2:
-                return (None,) + tuple(data.shape[1:]), f"data passed to {method}() at line " \
-                                                         f"{loc.line}"
+            shape = fed_input_shape(args[0] if args else kwargs.get("x"))
+            if shape is not None:
+                return shape, f"data passed to {method}() at line {loc.line}"
     return None, ""
 

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras.values import Unknown, UserFunction
+from memlint.frontends.keras.values import Ref, Unknown, UserFunction
 
 
 @dataclass(eq=False)
@@ -32,6 +32,7 @@ class PlainClass:
     is_dataclass: bool = False
     properties: set = field(default_factory=set)  # methods decorated with @property
     static: set = field(default_factory=set)  # @staticmethod / @classmethod: no ``self``
+    data_kind: Optional[str] = None  # "PyDataset" / "Sequence": a Keras data source class
 
 
 @dataclass(eq=False)
@@ -59,23 +60,31 @@ class ArgumentParser:
 
 
 _MISSING = Unknown("a dataclass field without a default")
+# Keras data classes a plain class of the file may derive from (its batches feed a model)
+_DATA_BASES = {"keras.utils.PyDataset": "PyDataset", "keras.utils.Sequence": "Sequence",
+               "keras.utils.data_utils.Sequence": "Sequence"}
 
 
 def define_plain_class(interp, stmt: cst.ClassDef) -> Optional[PlainClass]:
     """The :class:`PlainClass` for a class with no base, ``object`` or another plain class of
     the file as its base; None for anything else (NamedTuple, Enum, library classes)."""
     inherited: list = []
+    data_kind = None
     for arg in stmt.bases:
         if isinstance(arg.value, cst.Name) and arg.value.value == "object":
             continue
         base = interp.eval(arg.value)
+        if isinstance(base, Ref) and base.name in _DATA_BASES:
+            data_kind = _DATA_BASES[base.name]  # keras.utils.PyDataset / Sequence
+            continue
         if not isinstance(base, PlainClass):
             return None
         inherited.append(base)
+        data_kind = data_kind or base.data_kind
     if stmt.keywords:  # metaclass=...: not a plain class
         return None
     is_dataclass = any(_decorator_name(d) == "dataclass" for d in stmt.decorators)
-    cls = PlainClass(stmt.name.value, {}, {}, [], is_dataclass)
+    cls = PlainClass(stmt.name.value, {}, {}, [], is_dataclass, data_kind=data_kind)
     for base in inherited:
         cls.methods.update(base.methods)
         cls.attrs.update(base.attrs)

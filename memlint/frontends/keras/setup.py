@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memlint.frontends.keras.calls import optimizer_spec
-from memlint.frontends.keras.values import Array, Optimizer
+from memlint.frontends.keras.data import Dataset, feed, host_arrays, input_shapes
+from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
 from memlint.ir import OptimizerSpec, TrainingSetup
 
 KERAS_DEFAULT_BATCH = 32  # fit(), predict() and evaluate() without batch_size
@@ -48,7 +49,20 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
 def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
                      fixed_batch=None) -> None:
     data = args[0] if args else kwargs.get("x")
-    rows = data.shape[0] if isinstance(data, Array) and data.shape else None
+    if isinstance(data, Dataset):
+        _batch_from_dataset(setup, method, data, loc, fixed_batch)
+        return
+    arrays = [leaf for leaf in flatten_structure(data) if isinstance(leaf, Array)]
+    if arrays and len(arrays) == len(flatten_structure(data)):
+        shapes = input_shapes([Array(tuple(a.shape[1:]), a.dtype) for a in arrays
+                               if a.shape])
+        if shapes is not None and len(shapes) == len(arrays):
+            setup.data_shapes = shapes
+            setup.data_source = f"arrays passed to {method}() at line {loc.line}"
+        target = args[1] if len(args) > 1 else kwargs.get("y")
+        setup.host_data = host_arrays([data, target], f"arrays passed to {method}() at "
+                                                      f"line {loc.line}", loc)
+    rows = _rows(data)
     if method.endswith("_on_batch"):
         if isinstance(rows, int):
             setup.batch_size, setup.batch_source = rows, f"{method}() input at line {loc.line}"
@@ -69,9 +83,9 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         setup.batch_source = "fixed batch dimension of the model input"
         return
     if method.endswith("_generator"):
-        setup.batch_size = KERAS_DEFAULT_BATCH
-        setup.batch_source = f"unknown (batches come from a generator at line {loc.line}); " \
-                             f"assumed {KERAS_DEFAULT_BATCH}"
+        setup.batch_size = None
+        setup.batch_source = f"unknown: the batches come from a generator not known " \
+                             f"statically ({method}() at line {loc.line}); pass --batch-size"
         return
     setup.batch_size = KERAS_DEFAULT_BATCH
     setup.batch_source = f"Keras's default for {method}() ({KERAS_DEFAULT_BATCH}) at line " \
@@ -79,6 +93,45 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     if isinstance(rows, int) and rows < KERAS_DEFAULT_BATCH:
         setup.batch_size = rows
         setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}"
+
+
+def _rows(data) -> object:
+    """The number of samples in array data (the first array's first dimension)."""
+    leaves = flatten_structure(data)
+    first = leaves[0] if leaves else None
+    if isinstance(first, Array) and first.shape and isinstance(first.shape[0], int):
+        return first.shape[0]
+    return None
+
+
+def _batch_from_dataset(setup: TrainingSetup, method: str, dataset: Dataset, loc,
+                        fixed_batch) -> None:
+    """A dataset, generator or PyDataset fed to ``method``: its batches decide the batch
+    size (``batch_size=`` is not used with them) and its elements the input size."""
+    inputs, batch = feed(dataset)
+    if batch is None:  # an unbatched dataset: Keras takes each element as a batch
+        leaves = flatten_structure(inputs)
+        rows = {leaf.shape[0] for leaf in leaves if isinstance(leaf, Array) and leaf.shape}
+        batch = rows.pop() if len(rows) == 1 else None
+        inputs = [Array(tuple(leaf.shape[1:]), leaf.dtype) if isinstance(leaf, Array)
+                  and leaf.shape else leaf for leaf in leaves]
+        origin = f"the elements of an unbatched dataset ({dataset.origin})"
+    else:
+        origin = dataset.batch_origin
+    setup.data_shapes = input_shapes(inputs)
+    setup.data_source = f"{dataset.origin}, fed to {method}() at line {loc.line}"
+    setup.host_data = list(dataset.host)
+    if fixed_batch is not None:
+        setup.batch_size = fixed_batch
+        setup.batch_source = "fixed batch dimension of the model input"
+    elif isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+        setup.batch_size = batch
+        setup.batch_source = f"{origin}, fed to {method}() at line {loc.line}"
+    else:
+        setup.batch_size = None
+        why = getattr(batch, "reason", "") or "the batches' size is not known statically"
+        setup.batch_source = f"unknown: {why} (data fed to {method}() at line {loc.line}); " \
+                             "pass --batch-size"
 
 
 def _jit_compile(usage: dict):

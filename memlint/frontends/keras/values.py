@@ -44,9 +44,11 @@ class Tensor:
 
 @dataclass
 class Array:
-    """A NumPy array whose shape is known (``np.random.rand(1, 16, 16, 1)``)."""
+    """A NumPy array whose shape is known (``np.random.rand(1, 16, 16, 1)``), with its
+    dtype where the code fixes it (None: not known; NumPy's float64 for most constructors)."""
 
     shape: tuple
+    dtype: Optional[str] = None
 
 
 @dataclass(eq=False)

@@ -1,0 +1,281 @@
+"""Data sources as abstract values: the batch size and the input size a model is fed, read
+from tf.data pipelines, Keras's dataset utilities, ImageDataGenerator flows, PyDataset /
+Sequence subclasses and generator functions.  Expected values follow the TensorFlow and
+Keras documentation (defaults: image_dataset_from_directory 256x256 / 32, flows 256x256 /
+32, timeseries_dataset_from_array 128); the oracle tier (tests/test_data_pipelines.py) runs
+the fixtures' real pipelines."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from memlint.analysis import analyze_text
+from memlint.config import Settings
+from memlint.frontends.keras import analyze_source
+
+HEAD = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    import keras
+    from keras import layers
+    """)
+
+
+def analysed(body: str, tail: str = ""):
+    return analyze_source(HEAD + textwrap.dedent(body) + tail, "d.py")
+
+
+def setup_of(body: str, tail: str = ""):
+    (graph,) = analysed(body, tail).models
+    return graph.setup
+
+
+CONV = textwrap.dedent("""\
+    model = keras.Sequential([keras.Input((None, None, 3)), layers.Conv2D(8, 3),
+                              layers.GlobalAveragePooling2D(), layers.Dense(2)])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    """)
+
+
+@pytest.mark.parametrize("pipeline,batch,shapes", [
+    ("ds = tf.data.Dataset.from_tensor_slices((np.zeros((500, 32, 32, 3)), np.zeros((500,))))"
+     ".shuffle(100).batch(256)", 256, [(32, 32, 3)]),
+    ("ds = tf.data.Dataset.from_tensor_slices((np.zeros((500, 32, 32, 3)), np.zeros((500,))))"
+     ".batch(64, drop_remainder=True).repeat().prefetch(2)", 64, [(32, 32, 3)]),
+    ("ds = tf.data.Dataset.from_tensors((np.zeros((16, 40, 40, 3)), np.zeros((16,))))",
+     16, [(40, 40, 3)]),  # one element that is the whole batch
+    ("ds = tf.data.Dataset.from_tensor_slices((np.zeros((500, 32, 32, 3)), np.zeros((500,))))"
+     ".batch(8).unbatch().batch(24)", 24, [(32, 32, 3)]),
+    ("ds = tf.data.Dataset.from_tensor_slices((np.zeros((500, 32, 32, 3)), np.zeros((500,))))"
+     ".batch(8).rebatch(4)", 4, [(32, 32, 3)]),
+    ("ds = keras.utils.image_dataset_from_directory('d', image_size=(180, 180), batch_size=64)",
+     64, [(180, 180, 3)]),
+    ("ds = keras.utils.image_dataset_from_directory('d')", 32, [(256, 256, 3)]),
+    ("ds = tf.keras.preprocessing.image_dataset_from_directory('d', batch_size=16, "
+     "image_size=(64, 96))", 16, [(64, 96, 3)]),
+    ("gen = keras.preprocessing.image.ImageDataGenerator(rescale=1 / 255)\n"
+     "ds = gen.flow_from_directory('d', target_size=(150, 150), batch_size=20, "
+     "class_mode='binary')", 20, [(150, 150, 3)]),
+    ("gen = tf.keras.preprocessing.image.ImageDataGenerator()\n"
+     "ds = gen.flow_from_directory('d')", 32, [(256, 256, 3)]),
+    ("gen = keras.preprocessing.image.ImageDataGenerator()\n"
+     "ds = gen.flow(np.zeros((100, 48, 48, 3)), np.zeros((100,)), batch_size=10)",
+     10, [(48, 48, 3)]),
+    ("ds = tf.data.Dataset.from_tensor_slices(np.zeros((500, 32, 32, 3)))\n"
+     "ds = ds.map(lambda x: (tf.image.resize(x, (64, 64)), 0)).batch(12)", 12, [(64, 64, 3)]),
+])
+def test_batch_and_input_size_from_the_pipeline(pipeline, batch, shapes):
+    setup = setup_of(pipeline + "\n" + CONV + "model.fit(ds, epochs=3)\n")
+    assert setup.batch_size == batch
+    assert setup.data_shapes == shapes
+    assert "fed to fit()" in setup.batch_source
+
+
+def test_fit_batch_size_is_not_used_with_a_dataset():
+    setup = setup_of("ds = tf.data.Dataset.from_tensor_slices((np.zeros((9, 8, 8, 3)), "
+                     "np.zeros((9,)))).batch(5)\n" + CONV + "model.fit(ds)\n")
+    assert setup.batch_size == 5
+    assert "batch(5) at line" in setup.batch_source
+
+
+def test_grayscale_and_channels_first():
+    setup = setup_of("ds = keras.utils.image_dataset_from_directory('d', color_mode="
+                     "'grayscale', image_size=(28, 28))\n"
+                     "model = keras.Sequential([layers.Flatten(), layers.Dense(2)])\n"
+                     "model.fit(ds)\n")
+    assert setup.data_shapes == [(28, 28, 1)]
+    (graph,) = analysed("ds = keras.utils.image_dataset_from_directory('d', color_mode="
+                        "'grayscale', image_size=(28, 28))\n"
+                        "model = keras.Sequential([layers.Flatten(), layers.Dense(2)])\n"
+                        "model.fit(ds)\n").models
+    assert graph.layers[0].output_shape == (None, 784)  # built by fit() on the data
+
+
+def test_validation_data_does_not_change_the_training_batch():
+    setup = setup_of("train = tf.data.Dataset.from_tensor_slices((np.zeros((9, 8, 8, 3)), "
+                     "np.zeros((9,)))).batch(3)\n"
+                     "val = tf.data.Dataset.from_tensor_slices((np.zeros((9, 8, 8, 3)), "
+                     "np.zeros((9,)))).batch(9)\n" + CONV
+                     + "model.fit(train, validation_data=val)\n")
+    assert setup.batch_size == 3
+
+
+def test_predict_on_a_dataset_is_inference_at_its_batch():
+    setup = setup_of("ds = tf.data.Dataset.from_tensor_slices(np.zeros((99, 8, 8, 3)))"
+                     ".batch(33)\n" + CONV + "model.predict(ds)\n")
+    assert (setup.mode, setup.batch_size) == ("infer", 33)
+
+
+def test_dict_elements_feed_a_two_input_model_in_key_order():
+    body = """\
+        a = keras.Input((5,), name="b_numbers")
+        b = keras.Input((7,), name="a_words")
+        model = keras.Model([a, b], layers.Dense(1)(layers.Concatenate()([a, b])))
+        ds = tf.data.Dataset.from_tensor_slices(({"b_numbers": np.zeros((10, 5)),
+                                                  "a_words": np.zeros((10, 7))},
+                                                 np.zeros((10,)))).batch(2)
+        model.fit(ds)
+        """
+    setup = setup_of(body)
+    assert setup.batch_size == 2
+    assert setup.data_shapes == [(7,), (5,)]  # tree.flatten order: sorted keys
+
+
+def test_zip_range_and_from_generator_signature():
+    setup = setup_of("""\
+        images = tf.data.Dataset.from_tensor_slices(np.zeros((10, 16, 16, 3)))
+        labels = tf.data.Dataset.range(10)
+        ds = tf.data.Dataset.zip((images, labels)).batch(7)
+        """, CONV + "model.fit(ds)\n")
+    assert (setup.batch_size, setup.data_shapes) == (7, [(16, 16, 3)])
+    setup = setup_of("""\
+        def gen():
+            while True:
+                yield np.zeros((20, 20, 3)), 1
+        ds = tf.data.Dataset.from_generator(gen, output_signature=(
+            tf.TensorSpec(shape=(20, 20, 3), dtype=tf.float32),
+            tf.TensorSpec(shape=(), dtype=tf.int32))).batch(11)
+        """, CONV + "model.fit(ds)\n")
+    assert (setup.batch_size, setup.data_shapes) == (11, [(20, 20, 3)])
+    setup = setup_of("""\
+        def gen():
+            yield np.zeros((20, 20, 3)), 1
+        ds = tf.data.Dataset.from_generator(gen, output_types=(tf.float32, tf.int32),
+                                            output_shapes=((20, 20, 3), ())).batch(9)
+        """, CONV + "model.fit(ds)\n")
+    assert (setup.batch_size, setup.data_shapes) == (9, [(20, 20, 3)])
+
+
+def test_padded_batch_leaves_open_dimensions_open():
+    setup = setup_of("""\
+        def gen():
+            yield np.zeros((12,)), 1
+        ds = tf.data.Dataset.from_generator(gen, output_signature=(
+            tf.TensorSpec(shape=(None,), dtype=tf.int32), tf.TensorSpec(shape=(), dtype=tf.int32)))
+        ds = ds.padded_batch(4, padded_shapes=([50], []))
+        model = keras.Sequential([keras.Input((50,)), layers.Embedding(100, 8),
+                                  layers.GlobalAveragePooling1D(), layers.Dense(1)])
+        model.fit(ds)
+        """)
+    assert (setup.batch_size, setup.data_shapes) == (4, [(50,)])
+
+
+def test_generator_function_first_yield_gives_the_batch():
+    setup = setup_of("""\
+        def batches(n=64):
+            while True:
+                yield np.random.rand(n, 28, 28, 1), np.random.randint(0, 10, size=(n,))
+        model = keras.Sequential([keras.Input((28, 28, 1)), layers.Flatten(), layers.Dense(2)])
+        model.fit(batches(48), steps_per_epoch=10)
+        """)
+    assert (setup.batch_size, setup.data_shapes) == (48, [(28, 28, 1)])
+    assert "generator 'batches'" in setup.batch_source
+
+
+def test_pydataset_batch_size_attribute():
+    setup = setup_of("""\
+        class Batches(keras.utils.PyDataset):
+            def __init__(self, paths, batch_size=32, **kwargs):
+                super().__init__(**kwargs)
+                self.paths = paths
+                self.batch_size = batch_size
+            def __len__(self):
+                return 10
+            def __getitem__(self, idx):
+                return load(self.paths[idx])
+        model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
+        model.fit(Batches(files, batch_size=96))
+        """)
+    assert setup.batch_size == 96
+
+
+def test_sequence_getitem_arrays_give_batch_and_shape():
+    setup = setup_of("""\
+        class Batches(tf.keras.utils.Sequence):
+            def __init__(self, n):
+                self.n = n
+            def __getitem__(self, idx):
+                return np.zeros((self.n, 12)), np.zeros((self.n, 1))
+        model = keras.Sequential([layers.Dense(2)])
+        model.fit(Batches(40))
+        """)
+    assert (setup.batch_size, setup.data_shapes) == (40, [(12,)])
+
+
+def test_tfrecord_map_parse_fixed_len_features():
+    setup = setup_of("""\
+        spec = {"image": tf.io.FixedLenFeature([784], tf.float32),
+                "label": tf.io.FixedLenFeature([], tf.int64)}
+        def parse(record):
+            example = tf.io.parse_single_example(record, spec)
+            return example["image"], example["label"]
+        ds = tf.data.TFRecordDataset(["a.tfrecord"]).map(parse).batch(128)
+        model = keras.Sequential([keras.Input((784,)), layers.Dense(2)])
+        model.fit(ds)
+        """)
+    assert (setup.batch_size, setup.data_shapes) == (128, [(784,)])
+
+
+def test_timeseries_dataset_default_batch():
+    setup = setup_of("""\
+        series = np.zeros((1000, 7))
+        ds = keras.utils.timeseries_dataset_from_array(series, series[:, 0], sequence_length=24)
+        model = keras.Sequential([keras.Input((24, 7)), layers.LSTM(8), layers.Dense(1)])
+        model.fit(ds)
+        """)
+    assert (setup.batch_size, setup.data_shapes) == (128, [(24, 7)])
+
+
+def test_unknown_generator_batch_is_unknown_not_32():
+    setup = setup_of("""\
+        model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
+        model.fit_generator(some_library.batches(), steps_per_epoch=3)
+        """)
+    assert setup.batch_size is None
+    assert setup.batch_source.startswith("unknown")
+
+
+def test_model_sized_by_its_data_keeps_keras_shapes_in_the_table():
+    (graph,) = analysed("ds = keras.utils.image_dataset_from_directory('d', image_size="
+                        "(180, 180), batch_size=64)\n" + CONV + "model.fit(ds)\n").models
+    assert graph.layers[0].output_shape == (None, None, None, 8)  # as Keras shows it
+    sized = graph.for_memory()
+    assert sized is not graph
+    assert sized.layers[0].output_shape == (None, 178, 178, 8)
+    assert sized.input_shapes == [(None, 180, 180, 3)]
+
+
+def test_sized_estimate_equals_the_static_twin():
+    dynamic = analyze_text(HEAD + "ds = keras.utils.image_dataset_from_directory('d', "
+                           "image_size=(180, 180), batch_size=64)\n" + CONV
+                           + "model.fit(ds)\n", "a.py", Settings(gpu="8GiB"))
+    static = analyze_text(HEAD + CONV.replace("(None, None, 3)", "(180, 180, 3)")
+                          + "model.fit(np.zeros((640, 180, 180, 3)), np.zeros((640,)), "
+                            "batch_size=64)\n", "b.py", Settings(gpu="8GiB"))
+    assert dynamic.breakdowns[0].peak == static.breakdowns[0].peak > 0
+    assert dynamic.breakdowns[0].unknown_activations == []
+
+
+def test_host_data_records_in_memory_arrays():
+    setup = setup_of("x = np.zeros((50000, 224, 224, 3), dtype='float32')\n"
+                     "y = np.zeros((50000,), dtype='int64')\n"
+                     "model = keras.Sequential([keras.Input((224, 224, 3)), layers.Flatten(),"
+                     " layers.Dense(2)])\n"
+                     "model.fit(x, y, batch_size=32)\n")
+    sizes = sorted(h.bytes for h in setup.host_data)
+    assert sizes == [50000 * 8, 50000 * 224 * 224 * 3 * 4]
+    setup = setup_of("x = np.zeros((50000, 224, 224, 3), dtype='float32')\n"
+                     "ds = tf.data.Dataset.from_tensor_slices(x).batch(32)\n"
+                     "model = keras.Sequential([keras.Input((224, 224, 3)), layers.Flatten(),"
+                     " layers.Dense(2)])\n"
+                     "model.fit(ds)\n")
+    assert [h.bytes for h in setup.host_data] == [50000 * 224 * 224 * 3 * 4]
+    assert "from_tensor_slices" in setup.host_data[0].what
+
+
+def test_never_a_verdict_on_an_unknown_input_size():
+    report = analyze_text(HEAD + CONV + "model.fit(unknown_data, batch_size=8)\n", "u.py",
+                          Settings(gpu="8GiB"))
+    assert report.breakdowns[0].unknown_activations  # the open size is not guessed
