@@ -517,3 +517,16 @@ def test_arrays_never_crash_on_unknown_parts():
     assert not any(d.code == "MEM902" for d in result.diagnostics)
     graph = result.models[0]
     assert shapes(graph) == [("Dense", (None, 64, 64, 7))]
+
+
+@pytest.mark.parametrize("source,shape", [
+    ("np.tile(np.arange(200), (8, 1))", (8, 200)),
+    ("np.tile(np.zeros((2, 3)), 2)", (2, 6)),
+    ("np.tile(np.zeros((2, 3)), (2, 1, 1))", (2, 2, 3)),
+])
+def test_tile(source, shape):
+    (graph,) = models("import numpy as np\nimport keras\n"
+                      f"x = {source}\n"
+                      "model = keras.Sequential([keras.layers.Dense(1)])\n"
+                      "model.fit(x, x)\n").values()
+    assert graph.setup.data_shapes == [shape[1:]]

@@ -279,3 +279,20 @@ def test_never_a_verdict_on_an_unknown_input_size():
     report = analyze_text(HEAD + CONV + "model.fit(unknown_data, batch_size=8)\n", "u.py",
                           Settings(gpu="8GiB"))
     assert report.breakdowns[0].unknown_activations  # the open size is not guessed
+
+
+def test_validation_split_rows_are_held_out_before_batching():
+    setup = setup_of("x = np.zeros((32, 8))\n"
+                     "model = keras.Sequential([keras.Input((8,)), layers.Dense(1)])\n"
+                     "model.fit(x, np.zeros((32,)), batch_size=32, validation_split=0.25)\n")
+    assert setup.batch_size == 24
+    assert "validation_split=0.25" in setup.batch_source
+
+
+def test_open_data_sizes_are_completed_from_the_model_input():
+    setup = setup_of("ds = keras.utils.audio_dataset_from_directory('d', batch_size=16, "
+                     "output_sequence_length=16000)\n"
+                     "model = keras.Sequential([keras.Input((16000, 1)), layers.Conv1D(4, 9),"
+                     " layers.GlobalMaxPooling1D(), layers.Dense(2)])\n"
+                     "model.fit(ds)\n")
+    assert (setup.batch_size, setup.data_shapes) == (16, [(16000, 1)])

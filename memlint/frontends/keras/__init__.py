@@ -24,7 +24,7 @@ from memlint.frontends.keras.classes import UserClass
 from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
                                            parse_entry, signature)
 from memlint.frontends.keras.interpreter import Interpreter
-from memlint.frontends.keras.graphs import sized_graph, to_graph
+from memlint.frontends.keras.graphs import completed_data_shapes, sized_graph, to_graph
 from memlint.frontends.keras.setup import training_setup
 from memlint.frontends.keras.state import FileState
 from memlint.ir import Location
@@ -189,6 +189,8 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
             if first and isinstance(first[0], int) and not isinstance(first[0], bool):
                 fixed = first[0]
         graph.setup = training_setup(model, state, fixed_batch=fixed)
+        graph.setup.data_shapes = completed_data_shapes(graph.input_shapes,
+                                                        graph.setup.data_shapes)
         if input_shape is None:
             graph.sized = sized_graph(model, graph, graph.setup.data_shapes)
         graph.unresolved = [u for u in state.unresolved]

@@ -801,6 +801,8 @@ def numpy_function(name: str, args: list, kwargs: dict) -> Any:
         return Unknown(f"{name} is not evaluated")
     if name == "numpy.expand_dims":
         return expand_dims(array, _arg(args, kwargs, 1, "axis"))
+    if name == "numpy.tile":
+        return _tile(array, _arg(args, kwargs, 1, "reps"))
     if name == "numpy.reshape":
         return reshape(array, _arg(args, kwargs, 1, "newshape", kwargs.get("shape")))
     if name == "numpy.transpose":
@@ -829,6 +831,20 @@ def numpy_function(name: str, args: list, kwargs: dict) -> Any:
     if name in _NUMPY_UNARY_FLOAT:
         return Array(tuple(array.shape), _float_for(array.dtype))
     return Unknown(f"{name} is not evaluated")
+
+
+def _tile(array: Array, reps: Any) -> Any:
+    """``np.tile``: the array and the repetitions padded to one length with leading 1s,
+    multiplied dimension by dimension."""
+    counts = _dims(reps)
+    if counts is None or any(c < 0 for c in counts):
+        return Unknown("tile repetitions not known statically")
+    shape = tuple(array.shape)
+    rank = max(len(shape), len(counts))
+    shape = (1,) * (rank - len(shape)) + shape
+    counts = (1,) * (rank - len(counts)) + counts
+    return Array(tuple(None if d is None else d * c for d, c in zip(shape, counts)),
+                 array.dtype)
 
 
 def _float_for(dtype: Optional[str]) -> Optional[str]:

@@ -168,6 +168,21 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
     return replace(graph, layers=layers, input_shapes=merged, sized=None)
 
 
+def completed_data_shapes(declared: list, data_shapes: Optional[list]) -> Optional[list]:
+    """The data's element shapes with the sizes it leaves open (an audio file's channels)
+    taken from the model's inputs, which Keras requires the data to match."""
+    if not declared or not data_shapes or len(declared) != len(data_shapes):
+        return data_shapes
+    out = []
+    for shape, fed in zip(declared, data_shapes):
+        if shape is None or fed is None or len(shape) != len(fed) + 1:
+            out.append(fed)
+            continue
+        out.append(tuple(theirs if theirs is not None else mine
+                         for mine, theirs in zip(shape[1:], fed)))
+    return out
+
+
 def _fed_inputs(declared: list, data_shapes: Optional[list]) -> Optional[list]:
     """The model's input shapes with their open dimensions filled from the data's element
     shapes; None when nothing is filled or a known dimension disagrees."""

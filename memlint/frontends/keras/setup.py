@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from memlint.frontends.keras.calls import optimizer_spec
 from memlint.frontends.keras.data import Dataset, feed, host_arrays, input_shapes
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
@@ -63,6 +65,13 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         setup.host_data = host_arrays([data, target], f"arrays passed to {method}() at "
                                                       f"line {loc.line}", loc)
     rows = _rows(data)
+    split = kwargs.get("validation_split")
+    if method == "fit" and isinstance(rows, int) and isinstance(split, (int, float)) \
+            and not isinstance(split, bool) and 0 < split < 1:
+        rows = math.floor(rows * (1 - split))  # Keras holds the last rows out first
+        held = f" left after validation_split={split}"
+    else:
+        held = ""
     if method.endswith("_on_batch"):
         if isinstance(rows, int):
             setup.batch_size, setup.batch_source = rows, f"{method}() input at line {loc.line}"
@@ -75,8 +84,8 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
                                                       f"{loc.line}"
         if isinstance(rows, int) and 0 < rows < batch:  # Keras never batches more than it has
             setup.batch_size = rows
-            setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line} " \
-                                 f"(fewer than batch_size={batch})"
+            setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}" \
+                                 f"{held} (fewer than batch_size={batch})"
         return
     if fixed_batch is not None:
         setup.batch_size = fixed_batch
@@ -92,7 +101,7 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
                          f"{loc.line}"
     if isinstance(rows, int) and rows < KERAS_DEFAULT_BATCH:
         setup.batch_size = rows
-        setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}"
+        setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}{held}"
 
 
 def _rows(data) -> object:
