@@ -296,3 +296,33 @@ def test_open_data_sizes_are_completed_from_the_model_input():
                      " layers.GlobalMaxPooling1D(), layers.Dense(2)])\n"
                      "model.fit(ds)\n")
     assert (setup.batch_size, setup.data_shapes) == (16, [(16000, 1)])
+
+
+def test_reports_show_the_fed_size_and_its_source():
+    from memlint.reporters.json_format import model_dict
+    from memlint.reporters.text import model_report
+
+    report = analyze_text(HEAD + "ds = keras.utils.image_dataset_from_directory('d', "
+                          "image_size=(180, 180), batch_size=64)\n" + CONV
+                          + "model.fit(ds)\n", "a.py", Settings(gpu="8GiB"))
+    graph, breakdown = report.models[0], report.breakdowns[0]
+    text = "\n".join(model_report(graph, breakdown, report.budget))
+    assert "input size:   (None, 180, 180, 3) (image_dataset_from_directory() at line 5" in text
+    conv_row = next(line for line in text.splitlines() if line.startswith("conv2d "))
+    assert "(None, None, None, 8)" in conv_row and "?" not in conv_row  # Keras shape, fed bytes
+    data = model_dict(graph, breakdown, "a.py", report.budget)
+    assert data["data_shapes"] == [[180, 180, 3]]
+    assert data["sized_input_shapes"] == [[None, 180, 180, 3]]
+    assert data["verdict"] == "fits" and data["peak_is_lower_bound"] is False
+
+
+def test_input_shape_option_sizes_a_functional_model():
+    source = HEAD + textwrap.dedent("""\
+        inputs = keras.Input((None, None, 3))
+        outputs = layers.Dense(2)(layers.GlobalAveragePooling2D()(layers.Conv2D(8, 3)(inputs)))
+        model = keras.Model(inputs, outputs)
+        model.fit(x, y, batch_size=4)
+        """)
+    report = analyze_text(source, "f.py", Settings(gpu="8GiB", input_shape=(64, 64, 3)))
+    assert report.breakdowns[0].unknown_activations == []
+    assert report.models[0].for_memory().layers[1].output_shape == (None, 62, 62, 8)

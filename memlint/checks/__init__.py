@@ -9,6 +9,8 @@ from memlint.checks import (  # noqa: F401  (importing a rule module registers i
     mem002_oversized_feature_map,
     mem003_deep_stack_on_tiny_input,
     mem004_missing_allow_growth,
+    mem005_unknown_activation_size,
+    mem006_dataset_in_host_memory,
 )
 from memlint.checks.base import RULES, Rule, RuleContext
 

@@ -9,6 +9,10 @@ Two findings:
   batch size that fits and what ``mixed_float16`` would allow.
 
 When the parameters alone do not fit, MEM001 reports it and the peak finding stays silent.
+The peak finding follows :func:`memlint.memory.verdict.verdict`: when some sizes are unknown
+the peak is a lower bound, so it fires only when the known parts alone are over the usable
+memory, and it names no largest batch size while layer sizes are unknown (MEM005 says what
+is unknown).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from memlint.checks.base import Rule, RuleContext, register
 from memlint.diagnostics import Diagnostic
 from memlint.ir import as_shape_list
 from memlint.memory.dtypes import precision
-from memlint.memory.estimate import VIEW_LAYERS, estimate, layer_activation_bytes, max_batch_size
+from memlint.memory.estimate import VIEW_LAYERS, estimate, layer_activation_bytes
+from memlint.memory.verdict import DOES_NOT_FIT, FITS, unknown_layers_text, verdict
 from memlint.units import format_bytes
 
 DTYPE_NAMES = {8: "float64", 4: "float32", 2: "16-bit floats", 1: "8-bit values"}
@@ -98,21 +103,33 @@ class OversizedFeatureMap(Rule):
 
     def _peak(self, ctx, graph, breakdown):
         usable = ctx.budget.usable
-        peak = breakdown.peak
-        if peak <= usable or breakdown.fixed_bytes > usable:
+        result = verdict(breakdown, ctx.budget)
+        if result.status != DOES_NOT_FIT or breakdown.fixed_bytes > usable:
             return None
         setup = graph.setup
         batch = breakdown.batch_size
-        fits = max_batch_size(breakdown, usable)
+        peak = result.peak
+        fits = result.largest_batch_size
         mode = "training" if breakdown.mode == "train" else "inference"
         parts = " + ".join(f"{name} {format_bytes(breakdown.category(name))}"
                            for name in ("weights", "gradients", "optimizer", "activations",
                                         "other") if breakdown.category(name))
-        message = (f"estimated {mode} peak of model '{graph.name}' at batch size {batch} "
-                   f"({setup.batch_source}) is {format_bytes(peak)} ({parts}), over the "
-                   f"{format_bytes(usable)} usable GPU memory")
+        if result.lower_bound:
+            at = f"batch size {batch}" if breakdown.batch_known else \
+                f"batch size 1 (the batch size is not known: {setup.batch_source})"
+            message = (f"estimated {mode} peak of model '{graph.name}' at {at} is at least "
+                       f"{format_bytes(peak)}, counting only the known parts"
+                       f"{f' ({parts})' if breakdown.batch_known else ''}, already over the "
+                       f"{format_bytes(usable)} usable GPU memory")
+        else:
+            message = (f"estimated {mode} peak of model '{graph.name}' at batch size {batch} "
+                       f"({setup.batch_source}) is {format_bytes(peak)} ({parts}), over the "
+                       f"{format_bytes(usable)} usable GPU memory")
         advice = []
-        if fits >= 1:
+        if fits is None:
+            advice.append("the largest batch size that fits cannot be given: "
+                          f"{unknown_layers_text(result.unknown_layers)}")
+        elif fits >= 1:
             advice.append(f"batch size <= {fits} fits")
         else:
             room = usable - breakdown.fixed_bytes
@@ -123,23 +140,21 @@ class OversizedFeatureMap(Rule):
         if graph.kind != "ONNX" and not setup.dtype_policy.startswith("mixed_") \
                 and _compute_bytes(setup.dtype_policy) == 4:
             mixed = estimate(graph, replace(setup, dtype_policy="mixed_float16"))
-            mixed_fits = max_batch_size(mixed, usable)
-            text = (f"mixed_float16 halves activations ("
-                    f"{format_bytes(breakdown.category('activations'))} -> "
+            text = (f"mixed_float16 halves {'the known ' if result.unknown_layers else ''}"
+                    f"activations ({format_bytes(breakdown.category('activations'))} -> "
                     f"{format_bytes(mixed.category('activations'))})")
-            if mixed.peak <= usable:
+            mixed_result = verdict(mixed, ctx.budget)
+            if mixed_result.status == FITS:
                 text += f" and the peak ({format_bytes(mixed.peak)}) fits at batch size {batch}"
-            elif mixed_fits >= 1:
-                text += f", so batch size <= {mixed_fits} fits"
+            elif mixed_result.largest_batch_size:
+                text += f", so batch size <= {mixed_result.largest_batch_size} fits"
             advice.append(text)
-        if breakdown.unknown_activations:
-            advice.append(f"{len(breakdown.unknown_activations)} layer(s) with unknown output "
-                          "size are not counted")
         message += "; " + "; ".join(advice) + "."
         location = setup.location or graph.location
         return self.diagnostic(
             ctx, location, message, severity="error", model=graph.name,
             data={"peak": peak, "usable": usable, "batch_size": batch, "max_batch_size": fits,
+                  "peak_is_lower_bound": result.lower_bound,
                   "mixed_float16_peak": mixed.peak if mixed else None})
 
 

@@ -50,6 +50,13 @@ class MemoryBreakdown:
     largest_activation: Optional[tuple] = None  # (layer name, bytes) of the biggest single output
     unknown_activations: list = field(default_factory=list)  # layers whose size is unknown
     profile: Optional[str] = None  # the backend profile applied (memory/profiles.py), if any
+    batch_known: bool = True  # False when the setup has no batch size (the estimate uses 1)
+
+    @property
+    def complete(self) -> bool:
+        """Every size the peak depends on is known: no layer of unknown output size and a
+        known batch size.  Otherwise :attr:`peak` counts only the known parts."""
+        return self.batch_known and not self.unknown_activations
 
     def category(self, name: str) -> int:
         return sum(p.bytes for p in self.parts if p.category == name)
@@ -93,7 +100,10 @@ def output_bytes(layer, out, batch_size: int, element_bytes: int) -> list:
 
 
 def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Optional[int]:
-    """Bytes of all outputs of all calls of ``layer`` at ``batch_size``; None if unknown."""
+    """Bytes of all outputs of all calls of ``layer`` at ``batch_size``; None if unknown
+    (a layer with no known output, as after a layer memlint cannot follow, included)."""
+    if not layer.output_shapes or any(out is None for out in layer.output_shapes):
+        return None
     total = 0
     for out in layer.output_shapes:
         for size in output_bytes(layer, out, batch_size, element_bytes):
@@ -181,7 +191,8 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
         return estimate_with_profile(graph, setup, profile)
     batch = setup.batch_size or 1
     prec = precision(setup.dtype_policy)
-    result = MemoryBreakdown(mode=setup.mode, batch_size=batch)
+    result = MemoryBreakdown(mode=setup.mode, batch_size=batch,
+                             batch_known=batch_is_known(setup))
     parts = result.parts
 
     trainable = [w.shape for layer in graph.layers for w in layer.weights if w.trainable]
@@ -227,6 +238,12 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
         result.fixed_bytes = weight_bytes
     result.per_sample_bytes = (result.peak - result.fixed_bytes) // batch if batch else 0
     return result
+
+
+def batch_is_known(setup: TrainingSetup) -> bool:
+    """Whether the batch size is known (frontends leave it None when the code does not fix it:
+    an ONNX graph's symbolic batch, batches from a generator); the estimate then uses 1."""
+    return setup.batch_size is not None
 
 
 def max_batch_size(breakdown: MemoryBreakdown, usable_bytes: int) -> int:

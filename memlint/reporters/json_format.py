@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from memlint import __version__
+from memlint.memory.verdict import verdict
 
 
 def _shape(shape):
@@ -18,6 +19,7 @@ def _shape(shape):
 def model_dict(graph, breakdown, path: str, budget) -> dict:
     setup = graph.setup
     loc = graph.location
+    result = verdict(breakdown, budget)
     return {
         "name": graph.name,
         "variable": graph.variable,
@@ -28,6 +30,15 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "mode_source": setup.mode_source,
         "batch_size": breakdown.batch_size,
         "batch_source": setup.batch_source,
+        # what the model is fed: element shapes per input (no batch dimension) and where they
+        # came from; the input shapes the estimate used when the data sized open dimensions
+        "data_shapes": [_shape(s) for s in setup.data_shapes] if setup.data_shapes else None,
+        "data_source": setup.data_source or None,
+        "sized_input_shapes": [_shape(s) for s in graph.sized.input_shapes]
+        if graph.sized is not None else None,
+        "host_data": [{"what": h.what, "bytes": h.bytes, "shape": list(h.shape),
+                       "dtype": h.dtype, "line": h.location.line if h.location else None}
+                      for h in setup.host_data],
         "optimizer": setup.optimizer.name,
         "optimizer_options": setup.optimizer.options,
         "optimizer_source": setup.optimizer.source,
@@ -41,6 +52,13 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "memory_parts": [{"name": p.name, "category": p.category, "bytes": p.bytes,
                           "note": p.note} for p in breakdown.parts],
         "budget": budget.as_dict() if budget else None,
+        # fits / does_not_fit / unknown (None without a budget); on an incomplete estimate
+        # ``memory.peak`` counts only the known parts and no largest batch size is claimed
+        "verdict": result.status,
+        "peak_is_lower_bound": result.lower_bound,
+        "largest_batch_size": result.largest_batch_size,
+        "unknown_activations": list(breakdown.unknown_activations),
+        "batch_size_known": breakdown.batch_known,
         "layers": [{
             "name": layer.name,
             "type": layer.type,

@@ -6,9 +6,10 @@ from collections import Counter
 
 from memlint.checks.wording import percent
 from memlint.layers.base import format_shape
-from memlint.memory import max_batch_size
 from memlint.memory.dtypes import precision
 from memlint.memory.estimate import CATEGORIES, layer_activation_bytes
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, sizing_flags, unknown_layers_text,
+                                    verdict)
 from memlint.units import format_bytes
 
 
@@ -69,12 +70,14 @@ def model_report(graph, breakdown, budget) -> list:
     onnx = graph.kind == "ONNX"  # one row per node, with the memory alive after it runs
     live = _live_by_node(graph, breakdown.batch_size) if onnx else {}
     rows = []
-    for layer in graph.layers:
-        act = layer_activation_bytes(layer, breakdown.batch_size, compute_bytes)
+    # the table shows Keras's shapes; the activations are those of the size the model is fed
+    sized = graph.for_memory().layers
+    for layer, fed in zip(graph.layers, sized):
+        act = layer_activation_bytes(fed, breakdown.batch_size, compute_bytes)
         shape = format_shape(layer.output_shape) if layer.output_shape is not None else "?"
         row = (f"{layer.name} ({layer.type})", shape,
                f"{layer.params:,}" if layer.unresolved is None else "?",
-               format_bytes(act) if layer.output_shape is not None else "?")
+               format_bytes(act) if act is not None else "?")
         last = format_bytes(live[layer.name]) if layer.name in live else \
             (layer.location.line if layer.location else "")
         rows.append(row + (last,))
@@ -100,6 +103,12 @@ def model_report(graph, breakdown, budget) -> list:
         f"  mode:         {setup.mode} ({setup.mode_source})",
         f"  batch size:   {breakdown.batch_size} ({setup.batch_source})",
     ]
+    if graph.sized is not None:
+        fed = ", ".join(format_shape(shape) for shape in graph.sized.input_shapes)
+        lines.append(f"  input size:   {fed} ({setup.data_source or 'from --input-shape'}; "
+                     "the table shows Keras's own shapes)")
+    elif setup.data_source:
+        lines.append(f"  data:         {setup.data_source}")
     if setup.mode == "train":
         lines.append(f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
                      f"({setup.optimizer.source})")
@@ -109,16 +118,18 @@ def model_report(graph, breakdown, budget) -> list:
     if budget is None:
         lines.append("  GPU:          none configured (use --gpu 8GiB or a name such as t4)")
     else:
-        share = breakdown.peak / budget.usable if budget.usable else float("inf")
-        lines += [
+        lines.append(
             f"  GPU:          {budget.device}: total {format_bytes(budget.total)}, reserve "
             f"{format_bytes(budget.reserve)} (CUDA context {format_bytes(budget.cuda_context)}"
             f" + framework {format_bytes(budget.framework_reserve)}), usable "
-            f"{format_bytes(budget.usable)}",
-            f"  verdict:      peak is {percent(share)} of usable memory: "
-            f"{'fits' if share <= 1 else 'does NOT fit'}",
-            f"  largest batch size that fits: {max_batch_size(breakdown, budget.usable):,}",
-        ]
+            f"{format_bytes(budget.usable)}")
+        result = verdict(breakdown, budget)
+        lines.append(f"  verdict:      {verdict_text(result)}")
+        if result.largest_batch_size is not None:
+            lines.append(f"  largest batch size that fits: {result.largest_batch_size:,}")
+    flags = sizing_flags(graph, breakdown)
+    if flags:
+        lines.append(f"  to size it:   pass {' and '.join(flags)}")
     if onnx:
         lines.append("  parameters:   the weights stored in the graph; exporters fold "
                      "BatchNormalization into the convolution before it and drop training-only "
@@ -127,6 +138,28 @@ def model_report(graph, breakdown, budget) -> list:
     if breakdown.unknown_activations:
         lines.append("  not counted (shape unknown): " + ", ".join(breakdown.unknown_activations))
     return lines
+
+
+def verdict_text(result) -> str:
+    """The verdict line: a plain fits / does NOT fit on a complete estimate; on a partial one
+    a lower bound that can only prove the model does not fit, and what is unknown."""
+    share = percent(result.share)
+    if not result.lower_bound:
+        return f"peak is {share} of usable memory: " \
+               f"{'fits' if result.status == FITS else 'does NOT fit'}"
+    at_one = "" if result.batch_known else " at batch size 1"
+    if result.status == DOES_NOT_FIT:
+        head = f"does NOT fit: the known parts{at_one} alone are {format_bytes(result.peak)} " \
+               f"({share} of usable memory)"
+    else:
+        head = f"unknown: at least {format_bytes(result.peak)} (the known parts{at_one}, " \
+               f"{share} of usable memory)"
+    why = []
+    if result.unknown_layers:
+        why.append(unknown_layers_text(result.unknown_layers))
+    if not result.batch_known:
+        why.append("the batch size is not known")
+    return "; ".join([head, *why])
 
 
 def profile_line(setup, breakdown) -> str:

@@ -191,8 +191,10 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         graph.setup = training_setup(model, state, fixed_batch=fixed)
         graph.setup.data_shapes = completed_data_shapes(graph.input_shapes,
                                                         graph.setup.data_shapes)
-        if input_shape is None:
-            graph.sized = sized_graph(model, graph, graph.setup.data_shapes)
+        # --input-shape sizes what the model leaves open, as data would (a Sequential
+        # takes it as its input outright)
+        fed = graph.setup.data_shapes if input_shape is None else [tuple(input_shape[1:])]
+        graph.sized = sized_graph(model, graph, fed)
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
     entries = _note_factories(interpreter, state) if not models and entry is None else []

@@ -1,0 +1,108 @@
+"""MEM005 unknown-activation-size: the peak memory cannot be estimated, so no verdict is given.
+
+One warning per model with layers whose output size is unknown (with or without a GPU
+budget: the per-layer figures are incomplete either way), or, when a budget asks for a
+verdict, with an unknown batch size (an ONNX graph's symbolic batch without
+``--batch-size``, batches from a generator of unknown size).  It sits at the first unknown
+layer (else at the fit/predict call, else the model) and says which layers are unknown and
+why (the layer's own reason, or the input dimensions the code leaves open), what the known
+parts come to, and which option fills the gap (``--input-shape H,W,3``, ``--batch-size``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from memlint.checks.base import Rule, RuleContext, register
+from memlint.checks.wording import percent
+from memlint.diagnostics import Diagnostic
+from memlint.layers.base import format_shape
+from memlint.memory.verdict import (DOES_NOT_FIT, input_shape_hint, memory_graph, name_list,
+                                    sizing_flags, unknown_layers_text, verdict)
+from memlint.units import format_bytes
+
+MAX_REASONS = 2  # distinct reasons quoted in the message
+
+
+@register
+class UnknownActivationSize(Rule):
+    code = "MEM005"
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        for graph, breakdown in zip(ctx.models, ctx.breakdowns):
+            if not breakdown.unknown_activations and (breakdown.batch_known
+                                                      or ctx.budget is None):
+                continue
+            graph = memory_graph(graph)
+            by_name = {layer.name: layer for layer in graph.layers}
+            unknown = [by_name[n] for n in breakdown.unknown_activations if n in by_name]
+            result = verdict(breakdown, ctx.budget)
+            parts = [self._what(graph, breakdown, unknown)]
+            parts.append(self._bound(result, breakdown))
+            flags = sizing_flags(graph, breakdown)
+            if flags:
+                parts.append(f"Pass {' and '.join(flags)} with the sizes of the data the "
+                             "model is fed")
+            location = (unknown[0].location if unknown and unknown[0].location else
+                        graph.setup.location or graph.location)
+            yield self.diagnostic(
+                ctx, location, ". ".join(parts) + ".", model=graph.name,
+                data={"unknown_layers": list(breakdown.unknown_activations),
+                      "batch_known": breakdown.batch_known, "known_peak": result.peak,
+                      "verdict": result.status, "flags": flags})
+
+    @staticmethod
+    def _what(graph, breakdown, unknown) -> str:
+        """Which sizes are unknown, and why."""
+        source = graph.setup.batch_source
+        source = source[len("unknown: "):] if source.startswith("unknown: ") else source
+        batch = f"the batch size is not known ({source})"
+        if not breakdown.unknown_activations:
+            return f"the memory of model '{graph.name}' cannot be estimated: {batch}"
+        causes = _layer_causes(graph, unknown)
+        text = (f"the memory of model '{graph.name}' cannot be estimated: "
+                f"{unknown_layers_text(breakdown.unknown_activations)}"
+                + (" (" + "; ".join(causes) + ")" if causes else ""))
+        return text if breakdown.batch_known else f"{text}, and {batch}"
+
+    @staticmethod
+    def _bound(result, breakdown) -> str:
+        """What the known parts come to, and the verdict they allow."""
+        at_one = "" if breakdown.batch_known else " at batch size 1"
+        text = f"The known parts{at_one} come to at least {format_bytes(result.peak)}"
+        if result.status is None:
+            return text
+        usable = format_bytes(result.usable)
+        if result.status == DOES_NOT_FIT:
+            return text + f", already over the {usable} usable GPU memory: it does not fit"
+        text += f" ({percent(result.share)} of the {usable} usable)"
+        if result.largest_batch_size is not None:  # only the batch size is unknown
+            return text + (": whether it fits depends on the batch size, and batch size <= "
+                           f"{result.largest_batch_size:,} fits")
+        return text + ", so whether it fits is unknown and no largest batch size can be given"
+
+
+def _layer_causes(graph, unknown) -> list:
+    """Why the layers' sizes are unknown: their own reasons, or the open input dimensions."""
+    causes = []
+    first_by_reason: dict = {}  # each distinct reason with the first layer that gives it
+    for layer in unknown:
+        if layer.unresolved and layer.unresolved not in first_by_reason:
+            first_by_reason[layer.unresolved] = layer
+    for reason, layer in list(first_by_reason.items())[:MAX_REASONS]:
+        causes.append(f"{layer.type} '{layer.name}': {reason}")
+    open_inputs: dict = {}  # each distinct input shape with open dimensions: how many inputs
+    for shape in graph.input_shapes:
+        if input_shape_hint(shape):
+            open_inputs[shape] = open_inputs.get(shape, 0) + 1
+    for shape, count in open_inputs.items():
+        hint = input_shape_hint(shape)
+        dims = [d for d, s in zip(hint.split(","), shape[1:]) if s is None]
+        which = f"{count} model inputs" if count > 1 else "the model input"
+        causes.append(f"{which} {format_shape(shape)} leave{'' if count > 1 else 's'} "
+                      f"{name_list(dims)} open: Keras takes them from the data at run time")
+    if not causes and unknown:
+        first = unknown[0]
+        shape = format_shape(first.output_shape) if first.output_shape is not None else "?"
+        causes.append(f"the output of '{first.name}' is {shape}")
+    return causes

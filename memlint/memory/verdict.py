@@ -1,0 +1,123 @@
+"""The one answer to "does it fit?": fits, does not fit, or unknown.
+
+No verdict is given on an unknown size.  When some layers' output sizes are unknown, or the
+batch size is, the estimate counts only the known parts and is a lower bound: it can prove
+that a model does *not* fit (the known parts alone exceed the usable memory) but never that
+it fits.  Reporters and rules read :func:`verdict` rather than comparing sizes themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from memlint.memory.estimate import MemoryBreakdown, max_batch_size
+
+FITS = "fits"
+DOES_NOT_FIT = "does_not_fit"
+UNKNOWN = "unknown"
+
+# Placeholders for unknown input dimensions in an ``--input-shape`` hint, by the rank of one
+# sample (channels last); a first dimension that is known and a last that is not reads as
+# channels first.
+_DIM_NAMES = {1: ("T",), 2: ("T", "F"), 3: ("H", "W", "C"), 4: ("D", "H", "W", "C")}
+_DIM_NAMES_FIRST = {3: ("C", "H", "W"), 4: ("C", "D", "H", "W")}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict on one breakdown against one budget.
+
+    ``status`` is None without a budget.  ``peak`` is the estimate, or its lower bound when
+    ``lower_bound`` is set (the known parts, at batch size 1 if the batch size is unknown).
+    ``largest_batch_size`` is None without a budget or when layers of unknown size leave it
+    open; with every layer known it is given even if the batch size itself is unknown.
+    """
+
+    status: Optional[str]
+    peak: int
+    lower_bound: bool
+    usable: Optional[int]
+    largest_batch_size: Optional[int]
+    unknown_layers: tuple
+    batch_known: bool
+
+    @property
+    def share(self) -> Optional[float]:
+        """The peak (or its lower bound) as a share of the usable memory."""
+        if self.usable is None:
+            return None
+        return self.peak / self.usable if self.usable else float("inf")
+
+
+def known_peak(breakdown: MemoryBreakdown) -> int:
+    """The peak counting only what is known: at batch size 1 when the batch size is not."""
+    if breakdown.batch_known:
+        return breakdown.peak
+    return breakdown.fixed_bytes + breakdown.per_sample_bytes
+
+
+def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
+    """Fits, does not fit or unknown for ``breakdown`` on ``budget`` (a Budget or None)."""
+    peak = known_peak(breakdown)
+    lower = not breakdown.complete
+    unknown = tuple(breakdown.unknown_activations)
+    if budget is None:
+        return Verdict(None, peak, lower, None, None, unknown, breakdown.batch_known)
+    usable = budget.usable
+    if peak > usable:
+        status = DOES_NOT_FIT
+    else:
+        status = UNKNOWN if lower else FITS
+    largest = None if unknown else max_batch_size(breakdown, usable)
+    return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known)
+
+
+def name_list(names, limit: int = 5) -> str:
+    """``a, b, c`` or ``a, b, c, ... (12 in all)`` for a long list."""
+    names = list(names)
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f", ... ({len(names)} in all)"
+
+
+def unknown_layers_text(names) -> str:
+    """``3 layer(s) have unknown output size: conv2d, conv2d_1, conv2d_2``."""
+    names = list(names)
+    return f"{len(names)} layer(s) have unknown output size: {name_list(names)}"
+
+
+def input_shape_hint(shape) -> Optional[str]:
+    """``H,W,3`` for a model input ``(None, None, None, 3)``: the value to pass as
+    ``--input-shape`` with placeholders for the unknown dimensions (None when none is
+    unknown or the shape is not a plain tuple)."""
+    if not isinstance(shape, tuple) or len(shape) < 2:
+        return None
+    dims = shape[1:]
+    if all(isinstance(d, int) for d in dims):
+        return None
+    names = _DIM_NAMES.get(len(dims))
+    if len(dims) in _DIM_NAMES_FIRST and isinstance(dims[0], int) and dims[-1] is None:
+        names = _DIM_NAMES_FIRST[len(dims)]
+    names = names or tuple(f"D{i + 1}" for i in range(len(dims)))
+    return ",".join(str(d) if isinstance(d, int) else names[i] for i, d in enumerate(dims))
+
+
+def memory_graph(graph):
+    """The graph the memory model reads (the model sized by its data when the frontend could
+    size it), for finding the layers named in a breakdown."""
+    sized = getattr(graph, "for_memory", None)
+    return sized() if callable(sized) else graph
+
+
+def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
+    """The options that would complete the estimate: ``--input-shape`` with placeholders for
+    the unknown input dimensions, ``--batch-size`` when the batch size is unknown."""
+    flags = []
+    if breakdown.unknown_activations:
+        hints = [h for h in map(input_shape_hint, memory_graph(graph).input_shapes) if h]
+        if len(hints) == 1:
+            flags.append(f"--input-shape {hints[0]}")
+    if not breakdown.batch_known:
+        flags.append("--batch-size N")
+    return flags
