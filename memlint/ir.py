@@ -136,6 +136,7 @@ class TrainingSetup:
     # what the model is fed: one element shape per model input, batch dimension excluded
     # (None: not known from the code), and where it came from (with the line)
     data_shapes: Optional[list] = None
+    data_names: Optional[list] = None  # dict keys of the data, matched to input names
     data_source: str = ""
     host_data: list = field(default_factory=list)  # list[HostData]: data held in host memory
 

@@ -326,3 +326,19 @@ def test_input_shape_option_sizes_a_functional_model():
     report = analyze_text(source, "f.py", Settings(gpu="8GiB", input_shape=(64, 64, 3)))
     assert report.breakdowns[0].unknown_activations == []
     assert report.models[0].for_memory().layers[1].output_shape == (None, 62, 62, 8)
+
+
+def test_dict_data_sizes_inputs_by_name_not_position():
+    (graph,) = analysed("""\
+        title = keras.Input((None,), name="title")
+        body = keras.Input((None,), name="body")
+        x = layers.Concatenate()([layers.GlobalAveragePooling1D()(layers.Embedding(50, 4)(title)),
+                                  layers.GlobalAveragePooling1D()(layers.Embedding(50, 4)(body))])
+        model = keras.Model([title, body], layers.Dense(1)(x))
+        ds = tf.data.Dataset.from_tensor_slices(({"title": np.zeros((64, 10)),
+                                                  "body": np.zeros((64, 100))},
+                                                 np.zeros((64,)))).batch(8)
+        model.fit(ds)
+        """).models
+    assert graph.setup.data_shapes == [(100,), (10,)]  # sorted keys: body, title
+    assert graph.for_memory().input_shapes == [(None, 10), (None, 100)]  # title, body

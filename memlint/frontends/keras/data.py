@@ -474,6 +474,19 @@ def input_shapes(inputs: Any) -> Optional[list]:
     return [tuple(leaf.shape) for leaf in leaves]
 
 
+def input_names(inputs: Any) -> Optional[list]:
+    """The keys of dict inputs in the order :func:`input_shapes` gives them (Keras matches
+    them to the model's inputs by name); None for inputs that are not a dict."""
+    if not isinstance(inputs, dict):
+        return None
+    try:
+        keys = sorted(inputs)
+    except TypeError:
+        keys = list(inputs)
+    return [str(k) for k in keys] if all(not isinstance(inputs[k], (dict, list, tuple))
+                                         for k in keys) else None
+
+
 def apply_to_data(func: Any, array: Array) -> Any:
     """A layer or model called on data (``augment(x)`` inside ``ds.map``): an array of the
     output shape (the array's first dimension stands for the batch, as Keras reads it)."""

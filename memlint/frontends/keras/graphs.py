@@ -168,6 +168,35 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
     return replace(graph, layers=layers, input_shapes=merged, sized=None)
 
 
+def aligned_data_shapes(model, graph: ModelGraph, setup) -> Optional[list]:
+    """The data's element shapes in the order of the model's inputs (dict data is matched
+    by input name, as Keras matches it), with the sizes the data leaves open taken from the
+    model; ``setup.data_shapes`` is completed in place (in the data's own order)."""
+    shapes, names = setup.data_shapes, setup.data_names
+    if not shapes:
+        return shapes
+    order = list(range(len(shapes)))
+    wanted = _input_names(model)
+    if names and wanted and sorted(wanted) == sorted(names) and len(names) == len(shapes):
+        order = [names.index(name) for name in wanted]
+    aligned = completed_data_shapes(graph.input_shapes, [shapes[i] for i in order])
+    if aligned is not None and len(aligned) == len(order):
+        completed = list(shapes)
+        for position, index in enumerate(order):
+            completed[index] = aligned[position]
+        setup.data_shapes = completed
+    return aligned
+
+
+def _input_names(model) -> Optional[list]:
+    """The names of a functional model's inputs (what dict data is matched by)."""
+    if not isinstance(model, FunctionalModel):
+        return None
+    names = [t.producer[0].name if isinstance(t, Tensor) and t.producer else None
+             for t in model.inputs]
+    return names if all(names) else None
+
+
 def completed_data_shapes(declared: list, data_shapes: Optional[list]) -> Optional[list]:
     """The data's element shapes with the sizes it leaves open (an audio file's channels)
     taken from the model's inputs, which Keras requires the data to match."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from memlint.frontends.keras.calls import optimizer_spec
-from memlint.frontends.keras.data import Dataset, feed, host_arrays, input_shapes
+from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
+                                          input_shapes)
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
 from memlint.ir import OptimizerSpec, TrainingSetup
 
@@ -60,6 +61,7 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
                                if a.shape])
         if shapes is not None and len(shapes) == len(arrays):
             setup.data_shapes = shapes
+            setup.data_names = input_names(data)
             setup.data_source = f"arrays passed to {method}() at line {loc.line}"
         target = args[1] if len(args) > 1 else kwargs.get("y")
         setup.host_data = host_arrays([data, target], f"arrays passed to {method}() at "
@@ -128,6 +130,7 @@ def _batch_from_dataset(setup: TrainingSetup, method: str, dataset: Dataset, loc
     else:
         origin = dataset.batch_origin
     setup.data_shapes = input_shapes(inputs)
+    setup.data_names = input_names(inputs)
     setup.data_source = f"{dataset.origin}, fed to {method}() at line {loc.line}"
     setup.host_data = list(dataset.host)
     if fixed_batch is not None:
