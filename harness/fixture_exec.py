@@ -1,7 +1,10 @@
 """Execute a fixture script with real Keras (test/harness side only, never memlint) and
 return its module-level models.  Training, prediction and saving calls are stubbed out, so a
 fixture builds its model and nothing else; unbuilt models are built from the data they were
-given, as ``fit`` would."""
+given, as ``fit`` would: from an array's shape, or from the first batch of a dataset, a
+generator or a ``PyDataset`` (``harness/fixture_data.py``).  Data the fixture declares
+(``# oracle-data:``) is written to a temporary working directory for the run, and
+``keras.datasets`` loaders return zero arrays of the real shapes (no download)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,14 @@ import contextlib
 import os
 import sys
 
+from harness.fixture_data import (build_unbuilt, call_data, data_declarations, first_batch_x,
+                                  offline_datasets, restore_datasets, working_directory)
+
 _STUBBED = ("fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
             "test_on_batch", "summary", "save", "save_weights", "fit_generator",
-            "predict_generator")
+            "predict_generator", "evaluate_generator")
+_FEEDS = ("fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
+          "test_on_batch", "fit_generator", "predict_generator", "evaluate_generator")
 
 
 def _install_stubs(keras):
@@ -19,12 +27,14 @@ def _install_stubs(keras):
 
     def stub(name):
         def run(self, *args, **kwargs):
-            data = args[0] if args else kwargs.get("x")
-            if not self.built and hasattr(data, "shape"):
-                if isinstance(self, (keras.Sequential, keras.src.models.Functional)):
-                    self.build((None,) + tuple(data.shape[1:]))
-                else:
-                    self(keras.Input(shape=tuple(data.shape[1:])))
+            data = call_data(args, kwargs)
+            first = None
+            if (not self.built and name in _FEEDS and data is not None
+                    and not hasattr(data, "shape")):
+                # a dataset, a generator, a PyDataset: build from its first batch as fit does
+                with contextlib.suppress(Exception):
+                    first = first_batch_x(name, args, kwargs)
+            build_unbuilt(self, data, first)
             return None
         run.__name__ = name
         return run
@@ -46,17 +56,22 @@ def load_models(path: str) -> dict:
     """``{variable: keras.Model}`` for the module-level models of the fixture at ``path``."""
     import keras
 
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.abspath(path)  # the fixture may run in a temporary working directory
+    folder = os.path.dirname(path)
     before = set(sys.modules)
     sys.path.insert(0, folder)
     namespace = {"__name__": "__main__", "__file__": path}
     originals = _install_stubs(keras)
+    datasets = offline_datasets()
     try:
         with open(path, encoding="utf-8") as handle:
-            code = compile(handle.read(), path, "exec")
-        with contextlib.redirect_stdout(sys.stderr):
+            source = handle.read()
+        code = compile(source, path, "exec")
+        with working_directory(data_declarations(source)), \
+                contextlib.redirect_stdout(sys.stderr):
             exec(code, namespace)  # noqa: S102 - our own fixtures, in the harness only
     finally:
+        restore_datasets(datasets)
         _restore(keras, originals)
         sys.path.remove(folder)
         for name in set(sys.modules) - before:

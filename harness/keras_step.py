@@ -30,11 +30,17 @@ def _array(shape, dtype, batch, rng):
 
 
 def random_batch(model, batch: int, seed: int = 0, input_shapes=None):
-    """(x, y): random inputs (the model's own input shapes, else ``input_shapes`` without
-    the batch dimension) and random targets shaped like one forward pass's outputs."""
+    """(x, y): random inputs (the model's own input shapes, with the sizes they leave open
+    taken from ``input_shapes``; else ``input_shapes`` without the batch dimension) and random targets shaped like one forward pass's outputs."""
     rng = np.random.default_rng(seed)
     if getattr(model, "inputs", None):
         specs = _shapes(model.inputs)
+        if input_shapes and len(input_shapes) == len(specs):
+            # sizes the model leaves open (Input((None, None, 3))) come from what it is fed
+            specs = [((shape[0],) + tuple(d if d is not None else f
+                                          for d, f in zip(shape[1:], fed)), dtype)
+                     if len(shape) == len(fed) + 1 else (shape, dtype)
+                     for (shape, dtype), fed in zip(specs, input_shapes)]
     elif input_shapes:
         specs = [((None,) + tuple(s), "float32") for s in input_shapes]
     else:

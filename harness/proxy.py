@@ -49,8 +49,8 @@ def memlint_graphs(paths, one_per_file: bool = False) -> dict:
         found = [g for g in report.models if g.variable]
         if one_per_file and found:
             found = [max(found, key=lambda g: g.params)]
-        for graph in found:
-            graphs[(str(Path(path).relative_to(ROOT)), graph.variable)] = graph
+        for graph in found:  # sized by the data the code feeds it, as memlint estimates
+            graphs[(str(Path(path).relative_to(ROOT)), graph.variable)] = graph.for_memory()
     return graphs
 
 

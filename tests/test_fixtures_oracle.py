@@ -3,6 +3,11 @@ trainable / non-trainable parameters.
 
 A fixture written in a spelling modern Keras no longer runs (Keras 1) names a Keras 3 twin
 in a header comment ``# oracle-twin: other_file.py``; real Keras builds the twin.
+
+Every model real Keras is fed (its first ``fit``/``train_on_batch``, else ``predict``, as the
+oracle records it) must be read the same by memlint: mode, batch size and the shapes of the
+data without the batch dimension.  ``fixtures/data_pipelines/`` is checked in
+``tests/test_data_pipelines.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from memlint.config import Settings
 from tests.conftest import FIXTURES, require_keras, run_oracle
 
 _TWIN = re.compile(r"^#\s*oracle-twin:\s*(\S+)", re.MULTILINE)
+
+# the mode memlint must report for the call real Keras took the first batch in
+MODES = {"fit": "train", "train_on_batch": "train", "fit_generator": "train",
+         "predict": "infer", "predict_on_batch": "infer", "predict_generator": "infer"}
 
 
 def fixture_files() -> list:
@@ -38,7 +47,8 @@ def keras_models(request):
     """Real Keras builds the fixtures this run selected (all of them unless ``-k`` narrows)."""
     require_keras()
     chosen = [item.callspec.params["path"] for item in request.session.items
-              if item.originalname == "test_fixture_matches_keras"]
+              if item.originalname in ("test_fixture_matches_keras",
+                                       "test_fixture_is_fed_as_keras_feeds_it")]
     sources = sorted({str(oracle_source(p)) for p in chosen or FILES})
     return run_oracle("keras_scripts.py", {"files": sources})["results"]
 
@@ -86,3 +96,37 @@ def test_fixture_matches_keras(path, keras_models):
         for ours, theirs in zip(mine["layers"], model["layers"]):
             assert ours == theirs, f"{variable}: layer differs"
         assert mine["total"] == model["total"]
+
+
+def _as_lists_of_shapes(shapes):
+    return None if shapes is None else [list(shape) for shape in shapes]
+
+
+def assert_memlint_reads_what_keras_is_fed(path, fed: dict) -> None:
+    """memlint's training setup of each model real Keras fed: mode, batch size, data shapes
+    (one per model input, batch dimension excluded)."""
+    models = {graph.variable: graph for graph in analyze_file(str(path), Settings()).models}
+    for variable, record in fed.items():
+        assert "error" not in record, f"{variable}: the oracle could not take the first " \
+                                      f"batch: {record['error']}"
+        assert variable in models, f"memlint found no model {variable!r}"
+        setup = models[variable].setup
+        got = (setup.mode, setup.batch_size, _as_lists_of_shapes(setup.data_shapes))
+        want = (MODES[record["method"]], record["batch_size"], record["input_shapes"])
+        assert got == want, (
+            f"{variable}: memlint has mode/batch/shapes {got} (batch from "
+            f"{setup.batch_source}; data from {setup.data_source or 'nowhere'}), real Keras "
+            f"fed {want} through {record['method']}()")
+
+
+FED_FILES = [p for p in FILES if "data_pipelines" not in p.relative_to(FIXTURES).parts]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("path", FED_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_is_fed_as_keras_feeds_it(path, keras_models):
+    expected = keras_models[str(oracle_source(path))]
+    assert "error" not in expected, f"real Keras could not build the fixture: " \
+                                    f"{expected.get('traceback', expected['error'])}"
+    # a script that feeds no model (no fit/train_on_batch/predict with data) has nothing here
+    assert_memlint_reads_what_keras_is_fed(path, expected["fed"])

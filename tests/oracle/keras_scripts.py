@@ -4,6 +4,22 @@ Reads ``{"files": [...]}`` on stdin; for each file, executes it (this is the tes
 the product) with training and prediction calls stubbed out, then reports every
 ``keras.Model`` bound to a module-level variable: each layer's name, class, output shape and
 trainable / non-trainable parameter counts.  Writes JSON on stdout.
+
+What each model is fed is recorded too: the stubbed ``fit``/``predict``/... take the FIRST
+batch from whatever they are given, through Keras's own data adapters (a ``tf.data.Dataset``,
+a ``PyDataset``/``Sequence``, a Python generator, arrays with ``batch_size=``), and report
+``"fed": {variable: {"method", "batch_size", "input_shapes"}}`` per file: the method, the
+leading dimension of the first batch of ``x`` and the shapes of ``x`` without it, one per model
+input (a dict of inputs in ``keras.tree.flatten`` order: sorted keys).  The first training call
+(``fit``, ``train_on_batch``, ``fit_generator``) wins; without one, the first prediction call.
+A batch that cannot be taken is reported as ``{"method", "error"}`` (the script still runs).
+
+Data the scripts read is declared in their header (``# oracle-data: ...`` lines) and written,
+as stand-in data, into a temporary working directory the script then runs in (paths stay
+relative, as in real code); ``keras.datasets.*.load_data`` return zero arrays of the real
+shapes and dtypes (no download).  The declarations, the writers, the offline loaders and the
+first-batch helpers live in ``harness/fixture_data.py`` (shared with ``harness/fixture_exec.py``,
+the XLA CPU proxy's runner), which documents the header format.
 """
 
 import contextlib
@@ -18,25 +34,58 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+# run as a script (tests/oracle first on sys.path): the repository root holds harness/
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+from harness.fixture_data import (  # noqa: E402
+    build_unbuilt, call_data, data_declarations, first_batch_x, offline_datasets,
+    working_directory)
+
 _STUBBED = ("fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
-            "test_on_batch", "summary", "save", "save_weights")
+            "test_on_batch", "summary", "save", "save_weights",
+            "fit_generator", "predict_generator", "evaluate_generator")
+_TRAIN = ("fit", "train_on_batch", "fit_generator")
+_INFER = ("predict", "predict_on_batch", "predict_generator")
+_FEEDS = _TRAIN + _INFER + ("evaluate", "test_on_batch", "evaluate_generator")
+
+
+def _fed(method, x):
+    flat = [t for t in keras.tree.flatten(x) if t is not None]
+    shapes = [[int(d) for d in np.shape(t)] for t in flat]
+    batches = {s[0] for s in shapes if s}
+    if len(batches) != 1:
+        raise ValueError(f"the first batch has no single batch dimension: {shapes}")
+    return {"method": method, "batch_size": batches.pop(),
+            "input_shapes": [s[1:] for s in shapes]}
+
+
+def _record(model, method, fed):
+    previous = getattr(model, "_oracle_fed", None)
+    if method in _TRAIN:
+        if previous is None or previous["method"] not in _TRAIN:
+            model._oracle_fed = fed
+    elif method in _INFER and previous is None:
+        model._oracle_fed = fed
 
 
 def _stub(method):
     def run(self, *args, **kwargs):
-        data = args[0] if args else kwargs.get("x")
-        if not self.built and hasattr(data, "shape"):
-            if _is_subclassed(self):  # Keras 3 build() does not run call(): fit would
-                self(keras.Input(shape=tuple(data.shape[1:])))
-            else:
-                self.build((None,) + tuple(data.shape[1:]))
+        data = call_data(args, kwargs)
+        first = None
+        if method in _FEEDS and data is not None:  # fit(x=None): nothing is fed
+            try:
+                first = first_batch_x(method, args, kwargs)
+                fed = _fed(method, first)
+            except Exception as exc:  # reported, never fatal: the layers are still compared
+                first = None
+                fed = {"method": method, "error": f"{type(exc).__name__}: {exc}"}
+            _record(self, method, fed)
+        build_unbuilt(self, data, first)
         return None
     run.__name__ = method
     return run
-
-
-def _is_subclassed(model):
-    return not isinstance(model, (keras.Sequential, keras.src.models.Functional))
 
 
 _layer_call = keras.layers.Layer.__call__
@@ -58,6 +107,10 @@ keras.layers.Layer.__call__ = _recording_call
 for _method in _STUBBED:
     setattr(keras.Model, _method, _stub(_method))
 
+offline_datasets()  # keras.datasets.*.load_data: zero arrays of the real shapes, no download
+
+
+# --- the run -----------------------------------------------------------------------------------
 
 def _shape(tensors):
     if isinstance(tensors, (list, tuple)):
@@ -99,14 +152,17 @@ def run_file(path):
     project's modules forgotten afterwards (another fixture folder may have a module of the
     same name)."""
     keras.backend.clear_session()
+    path = os.path.abspath(path) if not os.path.isabs(path) else path
     folder = os.path.dirname(os.path.abspath(path))
     before = set(sys.modules)
     sys.path.insert(0, folder)
     namespace = {"__name__": "__main__", "__file__": path}
     try:
         with open(path, encoding="utf-8") as handle:
-            code = compile(handle.read(), path, "exec")
-        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON answer
+            source = handle.read()
+        code = compile(source, path, "exec")
+        with working_directory(data_declarations(source)), \
+                contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON answer
             exec(code, namespace)  # noqa: S102 - the oracle builds our own fixtures with real Keras
     finally:
         sys.path.remove(folder)
@@ -114,11 +170,13 @@ def run_file(path):
             module_file = getattr(sys.modules[name], "__file__", None) or ""
             if os.path.abspath(module_file).startswith(folder + os.sep):
                 del sys.modules[name]
-    models = {}
+    models, fed = {}, {}
     for name, value in namespace.items():
         if isinstance(value, keras.Model) and not name.startswith("__"):
             models[name] = describe(value)
-    return {"models": models}
+            if getattr(value, "_oracle_fed", None) is not None:
+                fed[name] = value._oracle_fed
+    return {"models": models, "fed": fed}
 
 
 def main():
