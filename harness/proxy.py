@@ -122,12 +122,24 @@ def rows(batch: int = BATCH, paths=None, one_per_file: bool = True) -> tuple:
         error = (breakdown.peak - plan["peak"]) / plan["peak"] if plan["peak"] else 0.0
         out.append({"fixture": path, "model": variable, "params": graph.params,
                     "batch": plan["batch"], "optimizer": plan["optimizer"],
+                    "optimizer_options": plan["optimizer_options"], "mode": plan["mode"],
+                    "dtype_policy": plan.get("dtype_policy", "float32"),
                     "xla_peak": plan["peak"], "xla_plan": {k: plan[k] for k in (
                         "argument", "output", "alias", "temp")},
                     "memlint_peak": breakdown.peak, "relative_error": round(error, 4),
                     "parts": {p.name: p.bytes for p in breakdown.parts}})
     meta = {k: answer[k] for k in ("jax_version", "keras_version", "platform")}
     return out, meta
+
+
+def rotating_sample(paths: list, size: int, day: int) -> list:
+    """``size`` of ``paths``, a different window each day (deterministic for a date), so the
+    whole stored table is recompiled over the weeks while each CI run compiles a few."""
+    paths = sorted(paths)
+    if len(paths) <= size:
+        return paths
+    start = (day * size) % len(paths)
+    return [paths[(start + i) % len(paths)] for i in range(size)]
 
 
 def median_error(table: list) -> float:

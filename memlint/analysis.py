@@ -15,6 +15,7 @@ from memlint.ir import OptimizerSpec
 from memlint.memory import estimate
 from memlint.memory.optimizers import is_known
 from memlint.memory.profiles import profile_for
+from memlint.placement import place, process_budget, sharded
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import parse_size
 
@@ -37,6 +38,12 @@ class FileReport:
     definitions: list = field(default_factory=list)
     internal_errors: list = field(default_factory=list)  # bugs in memlint: the run exits 2
     entries: list = field(default_factory=list)  # (factory name, needs arguments) when no model
+    # deterministic work units spent on the file (Keras source: FrontendResult.work)
+    work: dict = field(default_factory=dict)
+    # what the result depends on besides the file and settings (project modules read and
+    # looked up): the result cache checks them (memlint/cache.py)
+    dependencies: dict = field(default_factory=dict)
+    memory_caps: list = field(default_factory=list)  # MemoryCap settings the code makes
 
 
 def budget_for(settings: Settings) -> Optional[Budget]:
@@ -112,7 +119,9 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
                             entry=settings.entry)
     report = FileReport(path=path, settings=settings, budget=budget,
                         definitions=result.definitions, entries=result.entries,
-                        internal_errors=list(result.internal_errors))
+                        internal_errors=list(result.internal_errors),
+                        work=dict(result.work), dependencies=dict(result.dependencies),
+                        memory_caps=list(result.memory_caps))
     return _finish(report, result.models, list(result.diagnostics), module=result.module,
                    positions=result.positions, source=source)
 
@@ -135,10 +144,17 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
                 f"optimizer '{graph.setup.optimizer.name}' is not in memlint's table; "
                 "assumed 2 slots per parameter (as Adam)", path,
                 *(_line_col(graph.location))))
+        place(graph.setup, settings.gpus, report.memory_caps)  # per-GPU batch
         report.models.append(graph)
-        report.breakdowns.append(estimate(graph.for_memory(), graph.setup, profile=profile_for(
-            graph.setup.backend, graph.setup.jit_compile)))
-    sized = [graph.for_memory() for graph in report.models]  # what the rules size
+        report.breakdowns.append(estimate(memory_graph(graph), graph.setup,
+                                          profile=profile_for(graph.setup.backend,
+                                                              graph.setup.jit_compile)))
+    if budget is not None and models:
+        # the process's own caps and its backend's reserve decide what each GPU offers
+        budget = report.budget = process_budget(budget, report.memory_caps,
+                                                models[0].setup.backend,
+                                                configured_reserve=bool(settings.reserve))
+    sized = [memory_graph(graph) for graph in report.models]  # what the rules size
     for code, rule in sorted(RULES.items()):
         if not settings.enabled(code):
             continue
@@ -158,6 +174,12 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
         kept.append(diag)
     report.diagnostics = sorted(kept, key=Diagnostic.sort_key)
     return report
+
+
+def memory_graph(graph):
+    """What one GPU holds of ``graph``: sized by its data, its variables sharded by the
+    strategy's layout map."""
+    return sharded(graph.for_memory())
 
 
 def _line_col(location) -> tuple:

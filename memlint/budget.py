@@ -36,6 +36,12 @@ class Budget:
     total: int
     cuda_context: int
     framework_reserve: int
+    # what the process may use at most when the code caps it (a share of the card, a memory
+    # limit), with where that comes from; None: no cap
+    cap: Optional[int] = None
+    cap_source: str = ""
+    reserve_source: str = "TensorFlow's default"  # whose reserve framework_reserve is
+    devices: int = 1  # GPUs each holding one replica (the budget is per device)
 
     @property
     def reserve(self) -> int:
@@ -43,11 +49,14 @@ class Budget:
 
     @property
     def usable(self) -> int:
-        return max(self.total - self.reserve, 0)
+        room = max(self.total - self.reserve, 0)
+        return min(room, self.cap) if self.cap is not None else room
 
     def as_dict(self) -> dict:
         return {"label": self.label, "device": self.device, "total": self.total,
                 "cuda_context": self.cuda_context, "framework_reserve": self.framework_reserve,
+                "reserve_source": self.reserve_source, "cap": self.cap,
+                "cap_source": self.cap_source or None, "devices": self.devices,
                 "usable": self.usable}
 
 
@@ -108,7 +117,9 @@ def resolve_budget(spec: str, *, cuda_context: Optional[int] = None,
         capability = None
     framework = reserve if reserve is not None else tensorflow_reserve(total - context, capability)
     budget = Budget(label=spec, device=device, total=total, cuda_context=context,
-                    framework_reserve=framework)
+                    framework_reserve=framework,
+                    reserve_source="configured" if reserve is not None else
+                    "TensorFlow's default")
     if budget.usable <= 0:
         raise ValueError(
             f"--gpu {spec!r} leaves no usable memory: the CUDA context "

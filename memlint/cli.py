@@ -28,6 +28,9 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", help="GPU memory budget: a size (2GiB, 1536MiB, 8GB) or a "
                                       "GPU name (t4, rtx-3090, a100-80gb; see memlint gpus)")
     parser.add_argument("--batch-size", type=int, help="override the batch size found in code")
+    parser.add_argument("--gpus", type=int, help="how many GPUs a distribution strategy in the "
+                                                 "code spreads the batch over (when the code "
+                                                 "does not say)")
     parser.add_argument("--input-shape", help="model input shape without the batch dimension, "
                                               "e.g. 224,224,3")
     parser.add_argument("--mode", choices=("train", "infer"), help="training or inference")
@@ -48,6 +51,25 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
     parser.add_argument("--output-format", choices=("text", "json", "github", "sarif"),
                         help="output format (default: text; github under GitHub Actions)")
+    parser.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
+                        help="check files in N processes (default: one per CPU; 1: in this "
+                             "process)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the result cache")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="where results are cached (default: $MEMLINT_CACHE_DIR, else "
+                             "$XDG_CACHE_HOME/memlint or ~/.cache/memlint)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, got {text!r}") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more processes, got {value}")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,7 +109,8 @@ def _cli_settings(args) -> dict:
         return tuple(c.strip().upper() for c in value.split(",") if c.strip()) if value else None
 
     return {
-        "gpu": args.gpu, "batch_size": args.batch_size, "input_shape": args.input_shape,
+        "gpu": args.gpu, "batch_size": args.batch_size, "gpus": args.gpus,
+        "input_shape": args.input_shape,
         "mode": args.mode, "optimizer": args.optimizer, "backend": args.backend,
         "cuda_context": args.cuda_context,
         "reserve": args.reserve, "select": codes(args.select), "ignore": codes(args.ignore),
@@ -120,30 +143,44 @@ def _validate(settings) -> None:
 
 
 def run_analysis(args) -> tuple:
-    from memlint.analysis import AnalysisError, analyze_file
+    """(reports, error lines) for the files of ``args.paths``, in the sorted file order,
+    from the result cache or analysed (in a process pool of ``--jobs`` workers)."""
     from memlint.config import ConfigError, settings_for
+    from memlint.parallel import analyse_all, default_jobs
 
     files, errors = collect_files(args.paths)
-    reports = []
     cli = _cli_settings(args)
+    tasks = []
     for path in files:
         try:
             settings = settings_for(path, cli)
             _validate(settings)
         except (ConfigError, ValueError) as exc:
             raise UsageError(str(exc)) from None
-        try:
-            report = analyze_file(str(path), settings)
+        tasks.append((path, settings))
+    cache = _cache(args)
+    jobs = getattr(args, "jobs", None) or default_jobs()
+    reports = []
+    for report, file_errors in analyse_all(tasks, jobs=jobs, cache=cache):
+        if report is not None:
             reports.append(report)
-            errors.extend(report.internal_errors)
-        except AnalysisError as exc:
-            errors.append(str(exc))
-        except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others
-            if os.environ.get("MEMLINT_DEBUG"):
-                raise
-            errors.append(f"{path}: internal error: {type(exc).__name__}: {exc}"
-                          f"{_origin(exc)}")
+        errors.extend(file_errors)
+    if cache is not None:
+        from memlint import cache as cache_module
+        cache_module.LAST_STATS = cache.stats
+        if os.environ.get("MEMLINT_DEBUG"):
+            print(f"memlint: cache {cache.directory}: {cache.stats}", file=sys.stderr)
     return reports, errors
+
+
+def _cache(args):
+    """The result cache for this run, or None (``--no-cache``)."""
+    if getattr(args, "no_cache", False):
+        return None
+    from memlint.cache import ResultCache, default_dir
+
+    directory = getattr(args, "cache_dir", None)
+    return ResultCache(directory if directory else default_dir())
 
 
 def _output_format(args) -> str:

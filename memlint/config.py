@@ -41,6 +41,7 @@ class Settings:
 
     gpu: Optional[str] = None
     batch_size: Optional[int] = None
+    gpus: Optional[int] = None  # GPUs a distribution strategy spreads over (default: the code's)
     input_shape: Optional[tuple] = None  # without the batch dimension
     mode: Optional[str] = None
     optimizer: Optional[str] = None
@@ -110,9 +111,10 @@ def parse_dims(value: Any, where: str) -> dict:
 
 
 def _coerce(key: str, value: Any, where: str) -> Any:
-    if key == "batch_size":
+    if key in ("batch_size", "gpus"):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ConfigError(f"{where}: batch-size must be a positive int, got {value!r}")
+            name = key.replace("_", "-")
+            raise ConfigError(f"{where}: {name} must be a positive int, got {value!r}")
     elif key == "input_shape":
         value = parse_shape(value, where)
     elif key == "mode":

@@ -139,6 +139,29 @@ class TrainingSetup:
     data_names: Optional[list] = None  # dict keys of the data, matched to input names
     data_source: str = ""
     host_data: list = field(default_factory=list)  # list[HostData]: data held in host memory
+    # distribution over several GPUs: the strategy (None: one device), how many replicas
+    # share the batch (None: as many as there are GPUs, a number the code does not state),
+    # whether ``batch_size`` is already per replica (``64 * num_replicas_in_sync``), the
+    # global batch, and variables sharded by a layout map: (regex, devices sharing each)
+    strategy: Optional[str] = None
+    strategy_source: str = ""
+    replicas: Optional[int] = 1
+    batch_per_replica: bool = False
+    global_batch_size: Optional[int] = None
+    shards: list = field(default_factory=list)
+
+
+@dataclass
+class MemoryCap:
+    """A setting in the code that limits the GPU memory its process may use or sees, with
+    where it is: ``tf-fraction`` / ``jax-fraction`` / ``torch-fraction`` (share of the card),
+    ``tf-limit`` (bytes), ``jax-preallocate`` (bool), ``jax-allocator`` (name),
+    ``visible-devices`` / ``logical-devices`` (count), ``tf-growth`` (bool)."""
+
+    kind: str
+    value: object
+    source: str  # e.g. "per_process_gpu_memory_fraction = 0.6 (line 12), given to a Session"
+    location: Optional[Location] = None
 
 
 @dataclass

@@ -16,6 +16,13 @@ FIXTURES = ROOT / "fixtures"
 ORACLE = Path(__file__).resolve().parent / "oracle"
 
 
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path_factory, monkeypatch):
+    """Every test gets an empty result cache of its own (memlint.cache): no test reads
+    the user's cache or one left by another test; subprocesses inherit the variable."""
+    monkeypatch.setenv("MEMLINT_CACHE_DIR", str(tmp_path_factory.mktemp("memlint-cache")))
+
+
 def keras_available() -> bool:
     return importlib.util.find_spec("keras") is not None
 

@@ -30,6 +30,12 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "mode_source": setup.mode_source,
         "batch_size": breakdown.batch_size,
         "batch_source": setup.batch_source,
+        # several GPUs: the strategy, its replicas (null: not known), the global batch; the
+        # batch, memory and verdict above are per GPU
+        "strategy": setup.strategy,
+        "strategy_source": setup.strategy_source or None,
+        "replicas": setup.replicas,
+        "global_batch_size": setup.global_batch_size,
         # what the model is fed: element shapes per input (no batch dimension) and where they
         # came from; the input shapes the estimate used when the data sized open dimensions
         "data_shapes": [_shape(s) for s in setup.data_shapes] if setup.data_shapes else None,
@@ -59,6 +65,12 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "largest_batch_size": result.largest_batch_size,
         "unknown_activations": list(breakdown.unknown_activations),
         "batch_size_known": breakdown.batch_known,
+        # memory model v2: the memory over the step ({"phase": forward | backward | update,
+        # "layer", "bytes"} per moment of the walk) and where the peak is, with the largest
+        # tensors alive there ({"phase", "layer", "bytes", "tensors": [{"name", "layer",
+        # "kind", "category", "bytes"}]})
+        "timeline": list(getattr(breakdown, "timeline", None) or []),
+        "peak_at": dict(getattr(breakdown, "peak_at", None) or {}) or None,
         "layers": [{
             "name": layer.name,
             "type": layer.type,

@@ -24,8 +24,8 @@ from memlint.frontends.keras.classes import UserClass
 from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
                                            parse_entry, signature)
 from memlint.frontends.keras.interpreter import Interpreter
-from memlint.frontends.keras.graphs import completed_data_shapes, sized_graph, to_graph
-from memlint.frontends.keras.setup import training_setup
+from memlint.frontends.keras.graphs import aligned_data_shapes, sized_graph, to_graph
+from memlint.frontends.keras.setup import apply_strategy, training_setup
 from memlint.frontends.keras.state import FileState
 from memlint.ir import Location
 
@@ -42,6 +42,15 @@ class FrontendResult:
     internal_errors: list = field(default_factory=list)  # memlint's own bugs, one line each
     # model factories of a file that builds nothing at module level: (name, needs arguments)
     entries: list = field(default_factory=list)
+    memory_caps: list = field(default_factory=list)  # list[MemoryCap]: what the code sets
+    # deterministic work units the analysis spent, each held under its bound (see
+    # :func:`work_bounds`): tokens, parsed, steps, allocated, call_depth, loop_iterations,
+    # modules, module_tokens, module_chars
+    work: dict = field(default_factory=dict)
+    # what the result depends on besides the file (for the result cache, memlint/cache.py):
+    # "files": the project module files read; "lookups": the module lookups made, as
+    # ("find", dotted name, search roots) and ("module", root, parts)
+    dependencies: dict = field(default_factory=dict)
 
 
 MAX_SOURCE_CHARS = 500_000  # larger files are not analysed (libcst needs ~10 s per MB)
@@ -81,15 +90,27 @@ def _nesting_problem(source: str) -> Optional[str]:
 
     Uses the standard library's parser (which never runs the code) to measure nesting
     before libcst, whose parser and printer recurse once per level, sees the file."""
+    return _measure(source)[0]
+
+
+def _measure(source: str) -> tuple:
+    """(:func:`_nesting_problem`'s answer, the file's tokens of code; 0 when not counted)."""
     if len(source) > MAX_SOURCE_CHARS:
-        return f"the file has more than {MAX_SOURCE_CHARS:,} characters; it is not analysed"
+        return f"the file has more than {MAX_SOURCE_CHARS:,} characters; it is not " \
+               "analysed", 0
     # brackets first: CPython refuses more than 200 levels with a SyntaxError, libcst does not
     # (and its parser can overflow the C stack on thousands)
     depth, tokens = _bracket_depth_and_tokens(source)
     if depth > MAX_NESTING:
-        return f"the file nests brackets more than {MAX_NESTING} levels deep; it is not analysed"
+        return f"the file nests brackets more than {MAX_NESTING} levels deep; it is not " \
+               "analysed", tokens
     if tokens > MAX_TOKENS:
-        return f"the file has more than {MAX_TOKENS:,} tokens of code; it is not analysed"
+        return f"the file has more than {MAX_TOKENS:,} tokens of code; it is not analysed", \
+            tokens
+    return _ast_nesting_problem(source), tokens
+
+
+def _ast_nesting_problem(source: str) -> Optional[str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -139,25 +160,79 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
     Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
     come back as diagnostics, with whatever models could be found."""
     state = FileState(path, input_shape_hint=input_shape)
-    problem = _nesting_problem(source)
+    problem, tokens = _measure(source)
+    work = {"tokens": tokens, "parsed": 0}
     if problem is not None:
         state.note_budget(Location(path, 1, 1), problem)
-        return FrontendResult(diagnostics=state.diagnostics)
+        return _with_work(FrontendResult(diagnostics=state.diagnostics), work, state)
     with _recursion_room():
         try:
-            return _analyze(source, path, state, input_shape, roots, entry)
+            result = _analyze(source, path, state, input_shape, roots, entry, work)
         except (RecursionError, MemoryError) as exc:
             reason = "nesting too deep" if isinstance(exc, RecursionError) else "out of memory"
             state.note_budget(Location(path, 1, 1), f"analysis stopped ({reason})")
-            return FrontendResult(diagnostics=state.diagnostics)
+            result = FrontendResult(diagnostics=state.diagnostics)
         except Exception as exc:  # a bug in memlint: report it, exit 2, never a traceback
             state.note_internal(Location(path, 1, 1), "the file", exc)
-            return FrontendResult(diagnostics=state.diagnostics,
-                                  internal_errors=state.internal_errors)
+            result = FrontendResult(diagnostics=state.diagnostics,
+                                    internal_errors=state.internal_errors)
+    return _with_work(result, work, state)
+
+
+def work_bounds() -> dict:
+    """The bound on each of :attr:`FrontendResult.work`'s units (what tests assert)."""
+    from memlint.frontends.keras import imports
+    from memlint.frontends.keras.expressions import MAX_LOOP_ITERATIONS
+    from memlint.frontends.keras.interpreter import MAX_CALL_DEPTH, MAX_STEPS
+    from memlint.frontends.keras.state import MAX_ALLOCATED
+
+    return {"tokens": MAX_TOKENS, "parsed": 1, "steps": MAX_STEPS, "allocated": MAX_ALLOCATED,
+            "call_depth": MAX_CALL_DEPTH, "loop_iterations": MAX_LOOP_ITERATIONS,
+            "modules": imports.MAX_MODULES, "module_tokens": imports.MAX_TOTAL_TOKENS,
+            "module_chars": imports.MAX_TOTAL_CHARS}
+
+
+def _with_work(result: FrontendResult, work: dict, state: FileState) -> FrontendResult:
+    """Fill in the work units (zero for the stages that did not run)."""
+    interp = work.pop("interpreter", None)
+    project = getattr(interp, "project", None)
+    work.update(
+        steps=getattr(interp, "steps", 0), allocated=state.created,
+        call_depth=getattr(interp, "deepest", 0),
+        loop_iterations=getattr(interp, "longest_loop", 0),
+        modules=getattr(project, "loaded", 0), module_tokens=getattr(project, "tokens", 0),
+        module_chars=getattr(project, "chars", 0))
+    result.work = work
+    result.dependencies = {"files": sorted(set(state.read_files)),
+                           "lookups": list(dict.fromkeys(state.module_lookups))}
+    return result
+
+
+def _record_project_use(project, state: FileState) -> None:
+    """Note each project module file the analysis reads (``state.read_files``) and each
+    lookup of a project module (``state.module_lookups``): the result cache checks that the
+    files are unchanged and that the lookups still find the same files."""
+    parse, find, module_at = project._parse, project.find_absolute, project.module_at
+    roots = tuple(str(root) for root in project.roots)
+
+    def parsing(file):
+        state.read_files.append(str(file))
+        return parse(file)
+
+    def finding(dotted):
+        state.module_lookups.append(("find", dotted, roots))
+        return find(dotted)
+
+    def loading(interp, root, parts, anchor):
+        state.module_lookups.append(("module", str(root), tuple(parts)))
+        return module_at(interp, root, parts, anchor)
+
+    project._parse, project.find_absolute, project.module_at = parsing, finding, loading
 
 
 def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
-             entry=None) -> FrontendResult:
+             entry=None, work=None) -> FrontendResult:
+    work = {} if work is None else work
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -165,7 +240,10 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         state.syntax_error(Location(path, line, column),
                            f"cannot parse this file: {exc.message}")
         return FrontendResult(diagnostics=state.diagnostics)
+    work["parsed"] = 1
     interpreter = Interpreter(module, state, roots)
+    work["interpreter"] = interpreter  # its counters, read when the analysis ends
+    _record_project_use(interpreter.project, state)
     interpreter.run()
     if entry is not None:
         _run_entry(interpreter, state, entry)
@@ -189,16 +267,18 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
             if first and isinstance(first[0], int) and not isinstance(first[0], bool):
                 fixed = first[0]
         graph.setup = training_setup(model, state, fixed_batch=fixed)
-        graph.setup.data_shapes = completed_data_shapes(graph.input_shapes,
-                                                        graph.setup.data_shapes)
-        # --input-shape sizes what the model leaves open, as data would (a Sequential
-        # takes it as its input outright)
-        fed = graph.setup.data_shapes if input_shape is None else [tuple(input_shape[1:])]
+        apply_strategy(graph.setup, model, state)
+        fed = aligned_data_shapes(model, graph, graph.setup)
+        if input_shape is not None:
+            # --input-shape sizes what the model leaves open, as data would (a Sequential
+            # takes it as its input outright)
+            fed = [tuple(input_shape[1:])]
         graph.sized = sized_graph(model, graph, fed)
         graph.unresolved = [u for u in state.unresolved]
         models.append(graph)
     entries = _note_factories(interpreter, state) if not models and entry is None else []
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
+                          memory_caps=list(state.memory_caps),
                           positions=interpreter.positions,
                           internal_errors=state.internal_errors,
                           definitions=state.definitions, entries=entries)

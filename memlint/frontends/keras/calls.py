@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from memlint.frontends.keras import (classes, data, keras_utils, models, nested,
+from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, tensor_ops)
 from memlint.frontends.keras import arrays
 from memlint.frontends.keras.names import canonical, layer_class
@@ -74,6 +74,9 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         return classes.get_attribute(base, attr)
     if isinstance(base, (plain_objects.PlainObject, plain_objects.PlainClass)):
         return plain_objects.get_attribute(interp, base, attr, node)
+    found = devices.get_attribute(base, attr)
+    if found is not devices.NOT_DEVICES:
+        return found
     if isinstance(base, plain_objects.ArgumentParser):
         return BoundMethod(base, attr)
     if isinstance(base, Array):
@@ -112,7 +115,7 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
     return Unknown(f"attribute '{attr}' of a value not known statically")
 
 
-def set_attribute(obj: Any, attr: str, value: Any) -> None:
+def set_attribute(obj: Any, attr: str, value: Any, location=None) -> None:
     """``obj.attr = value`` where it matters to the model (``layer.trainable = False``)."""
     if isinstance(obj, classes.ClassLayer):
         obj = obj.obj
@@ -120,6 +123,8 @@ def set_attribute(obj: Any, attr: str, value: Any) -> None:
         classes.set_attribute(obj, attr, value)
     elif isinstance(obj, plain_objects.PlainObject):
         plain_objects.set_attribute(obj, attr, value)
+    elif devices.set_attribute(obj, attr, value, location):
+        pass
     elif attr == "trainable" and isinstance(value, bool):
         nested.set_trainable(obj, value)
 
@@ -250,6 +255,9 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
     value = data.call(interp, name, args, kwargs, node)
     if value is not data.NOT_DATA:
         return value
+    value = devices.call(interp, name, args, kwargs, node)
+    if value is not devices.NOT_DEVICES:
+        return value
     if name in _DEVICE_LISTS:
         # the machine's devices: one stands for all, so `for gpu in gpus:` bodies and
         # `if gpus:` branches (memory-growth settings) are followed without a note
@@ -308,6 +316,8 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
         return models.model_method(interp, obj, method, args, kwargs, node)
     if isinstance(obj, (data.Dataset, data.ImageGenerator)):
         return data.method(interp, obj, method, args, kwargs, node)
+    if isinstance(obj, devices.Strategy):
+        return devices.method(interp, obj, method, args, kwargs, node)
     if isinstance(obj, plain_objects.ArgumentParser):
         if method == "add_argument":
             plain_objects.add_argument(obj, args, kwargs)

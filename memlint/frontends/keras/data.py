@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from memlint.frontends.keras import arrays
+from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.values import Array, Ref, Unknown, flatten_structure, is_unknown
 from memlint.ir import HostData, Location
 
@@ -283,6 +284,10 @@ def method(interp, obj: Any, name: str, args: list, kwargs: dict, node) -> Any:
         return ds
     if name in ("batch", "padded_batch", "rebatch"):
         size = args[0] if args else kwargs.get("batch_size")
+        if isinstance(size, PerReplica):  # ``.batch(64 * strategy.num_replicas_in_sync)``
+            return replace(ds, batch=size, batch_origin=f"{name}({size.amount} x "
+                                                        f"num_replicas_in_sync) at line "
+                                                        f"{loc.line}")
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             return replace(ds, batch=Unknown(f"{name}() size not known statically"),
                            batch_origin=f"{name}() at line {loc.line}")

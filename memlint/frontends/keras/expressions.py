@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras import calls, models
+from memlint.frontends.keras import calls, devices, models
 from memlint.frontends.keras import arrays
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import MAX_SEQUENCE
@@ -256,6 +256,10 @@ class ExpressionEvaluator:
                   None)
         if op is None:
             return Unknown("operator not evaluated")
+        if devices.is_device_value(left) or devices.is_device_value(right):
+            found = devices.multiply(left, right) if op is operator.mul else devices.NOT_DEVICES
+            return found if found is not devices.NOT_DEVICES else \
+                Unknown("arithmetic on the number of replicas, which the code does not state")
         if not (_is_plain(left) and _is_plain(right)) and not _is_sequence_op(op, left, right):
             return Unknown("arithmetic on values not known statically")
         if op is operator.pow and isinstance(left, int) and isinstance(right, int):

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from memlint.frontends.keras import calls, classes, plain_objects
+from memlint.frontends.keras import calls, classes, devices, plain_objects
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
@@ -139,7 +139,9 @@ class Interpreter(ExpressionEvaluator):
         self.global_names: set = set()  # names declared ``global`` in the current function
         self.depth = 0  # nesting of inlined calls
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
-        self.steps = 0
+        self.steps = 0  # statements and expressions evaluated (at most MAX_STEPS)
+        self.deepest = 0  # deepest nesting of inlined calls reached (at most MAX_CALL_DEPTH)
+        self.longest_loop = 0  # most iterations one for/while loop ran (MAX_LOOP_ITERATIONS)
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
         self._capture_depth = -1  # call depth of the generator run by first_yield
 
@@ -153,9 +155,9 @@ class Interpreter(ExpressionEvaluator):
                         pos.end.line, pos.end.column + 1)
 
     def tick(self, node: cst.CSTNode) -> None:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
+        if self.steps >= MAX_STEPS:  # the step that would go over the budget is not taken
             raise BudgetExceeded(self.location(node))
+        self.steps += 1
 
     def run(self) -> None:
         """Evaluate the whole module, stopping cleanly when the budget runs out."""
@@ -228,11 +230,20 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(stmt, cst.If):
             self.exec_if(stmt)
         elif isinstance(stmt, cst.With):
+            scopes = []
             for item in stmt.items:
                 value = self.eval(item.item)
+                if isinstance(value, devices.StrategyScope):
+                    scopes.append(value.strategy)
                 if item.asname is not None:
                     self.assign(item.asname.name, value)
-            self.exec_block(stmt.body.body)
+            made = len(self.state.models)
+            try:
+                self.exec_block(stmt.body.body)
+            finally:
+                for model in self.state.models[made:]:  # made inside strategy.scope()
+                    if scopes and getattr(model, "strategy", None) is None:
+                        model.strategy = scopes[-1]
         elif isinstance(stmt, cst.Try):
             self.exec_try(stmt)
         elif isinstance(stmt, cst.While):
@@ -460,6 +471,7 @@ class Interpreter(ExpressionEvaluator):
                 self.state.note_budget(self.location(stmt),
                                        f"loop stopped after {MAX_LOOP_ITERATIONS:,} iterations")
                 return
+            self.longest_loop = max(self.longest_loop, count)
             self.assign(stmt.target, item)
             try:
                 self.exec_block(stmt.body.body)
@@ -488,6 +500,7 @@ class Interpreter(ExpressionEvaluator):
                 self.state.note_budget(self.location(stmt),
                                        f"loop stopped after {MAX_LOOP_ITERATIONS:,} iterations")
                 return
+            self.longest_loop = max(self.longest_loop, count)
             try:
                 self.exec_block(stmt.body.body)
             except _LoopControl as ctl:
@@ -644,6 +657,7 @@ class Interpreter(ExpressionEvaluator):
             self.anchor = loc
             self.state.quiet += 1
         self.depth += 1
+        self.deepest = max(self.deepest, self.depth)
         try:
             body = fn.node.body
             if isinstance(fn.node, cst.Lambda):  # ``lambda x: expr``: the value of expr
@@ -738,7 +752,14 @@ class Interpreter(ExpressionEvaluator):
                     self.assign(sub, Unknown("unpacking of a value that is not known statically"))
         elif isinstance(target, cst.Subscript):
             container = self.eval(target.value)
-            if isinstance(container, (list, dict)) and len(target.slice) == 1:
+            if isinstance(container, (Ref, devices.LayoutMap)) and len(target.slice) == 1 \
+                    and isinstance(target.slice[0].slice, cst.Index):
+                key = self.eval(target.slice[0].slice.value)
+                if isinstance(container, Ref) and container.name == "os.environ":
+                    devices.set_env(self.state, key, value, self.location(target))
+                elif isinstance(container, devices.LayoutMap):
+                    devices.set_item(container, key, value)
+            elif isinstance(container, (list, dict)) and len(target.slice) == 1:
                 index = target.slice[0].slice
                 if isinstance(index, cst.Index):
                     key = self.eval(index.value)
@@ -747,7 +768,8 @@ class Interpreter(ExpressionEvaluator):
                     except (TypeError, IndexError, KeyError):
                         pass
         elif isinstance(target, cst.Attribute):
-            calls.set_attribute(self.eval(target.value), target.attr.value, value)
+            calls.set_attribute(self.eval(target.value), target.attr.value, value,
+                                self.location(target))
 
 def _dotted(node: cst.CSTNode) -> str:
     if isinstance(node, cst.Name):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from memlint.frontends.keras.calls import optimizer_spec
+from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
@@ -81,6 +82,10 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     batch = kwargs.get("batch_size")
     if batch is None and method == "fit" and len(args) > 2:
         batch = args[2]  # fit(x, y, batch_size)
+    if isinstance(batch, PerReplica):
+        _per_replica(setup, batch, f"{method}(batch_size={batch.amount} x "
+                                   f"num_replicas_in_sync) at line {loc.line}")
+        return
     if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
         setup.batch_size, setup.batch_source = batch, f"{method}(batch_size={batch}) at line " \
                                                       f"{loc.line}"
@@ -104,6 +109,29 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     if isinstance(rows, int) and rows < KERAS_DEFAULT_BATCH:
         setup.batch_size = rows
         setup.batch_source = f"all {rows} samples passed to {method}() at line {loc.line}{held}"
+
+
+def _per_replica(setup: TrainingSetup, batch: PerReplica, where: str) -> None:
+    setup.batch_size, setup.batch_per_replica = batch.amount, True
+    setup.batch_source = f"{batch.amount} per replica ({where})"
+
+
+def apply_strategy(setup: TrainingSetup, model, state) -> None:
+    """The distribution strategy a model is made or trained under: its ``strategy.scope()``,
+    ``multi_gpu_model``, or a ``keras.distribution.set_distribution`` before it was made."""
+    strategy = getattr(model, "strategy", None)
+    if strategy is None and state.distribution is not None:
+        chosen, made_before = state.distribution
+        index = next((i for i, m in enumerate(state.models) if m is model), None)
+        if index is not None and index >= made_before:
+            strategy = chosen
+    if strategy is None:
+        return
+    setup.strategy = strategy.kind
+    setup.strategy_source = strategy.describe() + (f"; {strategy.note}" if strategy.note
+                                                   else "")
+    setup.replicas = strategy.replicas
+    setup.shards = list(strategy.shards)
 
 
 def _rows(data) -> object:
@@ -136,6 +164,8 @@ def _batch_from_dataset(setup: TrainingSetup, method: str, dataset: Dataset, loc
     if fixed_batch is not None:
         setup.batch_size = fixed_batch
         setup.batch_source = "fixed batch dimension of the model input"
+    elif isinstance(batch, PerReplica):
+        _per_replica(setup, batch, f"{origin}, fed to {method}() at line {loc.line}")
     elif isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
         setup.batch_size = batch
         setup.batch_source = f"{origin}, fed to {method}() at line {loc.line}"

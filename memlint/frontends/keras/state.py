@@ -45,13 +45,23 @@ class FileState:
     # (their weights) when used as layers of this file's models
     imported_models: list = field(default_factory=list)
     allocated: int = 0  # elements created by bulk operations so far (see MAX_ALLOCATED)
+    created: int = 0  # of those, the elements of operations granted (the work actually done)
+    # project module files read and module lookups made (for the result cache, cache.py)
+    read_files: list = field(default_factory=list)
+    module_lookups: list = field(default_factory=list)
     # --input-shape (batch first): the shape of an Input whose own shape is not known
     input_shape_hint: Optional[tuple] = None
+    memory_caps: list = field(default_factory=list)  # list[MemoryCap] the code sets
+    # keras.distribution.set_distribution(...): (strategy, number of models made before it)
+    distribution: Optional[tuple] = None
 
     def allocate(self, count: int) -> bool:
         """Account for a bulk operation creating ``count`` elements; False when over budget."""
         self.allocated += max(count, 0)
-        return self.allocated <= MAX_ALLOCATED
+        if self.allocated > MAX_ALLOCATED:
+            return False
+        self.created += max(count, 0)
+        return True
 
     def unique_name(self, stem: str) -> str:
         """Keras's automatic naming: ``dense``, ``dense_1``, ``dense_2`` ... per file."""
