@@ -121,8 +121,19 @@ def model_report(graph, breakdown, budget) -> list:
         lines.append(
             f"  GPU:          {budget.device}: total {format_bytes(budget.total)}, reserve "
             f"{format_bytes(budget.reserve)} (CUDA context {format_bytes(budget.cuda_context)}"
-            f" + framework {format_bytes(budget.framework_reserve)}), usable "
-            f"{format_bytes(budget.usable)}")
+            f" + framework {format_bytes(budget.framework_reserve)}: "
+            f"{budget.reserve_source}), usable {format_bytes(budget.usable)}"
+            + (" per GPU" if setup.strategy else ""))
+        if budget.cap is not None or budget.cap_source:
+            cap = format_bytes(budget.cap) if budget.cap is not None else "none"
+            lines.append(f"  process cap:  {cap} ({budget.cap_source})")
+    if setup.strategy:
+        replicas = f"{setup.replicas} replicas" if setup.replicas else \
+            "one replica per GPU, how many the code does not say (pass --gpus N)"
+        total = f" (global batch {setup.global_batch_size})" if setup.global_batch_size else ""
+        lines.append(f"  devices:      {replicas} of {setup.strategy_source}; the estimate and "
+                     f"the verdict are per GPU{total}")
+    if budget is not None:
         result = verdict(breakdown, budget)
         lines.append(f"  verdict:      {verdict_text(result)}")
         if result.largest_batch_size is not None:
