@@ -70,7 +70,8 @@ def test_memlint_side_of_every_stored_row(graphs):
             continue
         plan = {"batch": row["batch"], "mode": row.get("mode", "train"),
                 "optimizer": row["optimizer"],
-                "optimizer_options": row.get("optimizer_options", {}),
+                "optimizer_options": row.get("optimizer_options",
+                                             dict(graph.setup.optimizer.options)),
                 "dtype_policy": row.get("dtype_policy", "float32")}
         peak = proxy.memlint_estimate(graph, plan).peak
         if peak != row["memlint_peak"]:
