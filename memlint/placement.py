@@ -123,7 +123,7 @@ def sharded(graph: ModelGraph) -> ModelGraph:
     for layer in graph.layers:
         weights = []
         for weight in layer.weights:
-            factor = _factor(shards, f"{layer.name}/{weight.name}")
+            factor = _factor(shards, _variable_path(graph, layer.name, weight.name))
             if factor > 1:
                 weight = replace(weight, shape=(ceil(weight.size / factor),))
             weights.append(weight)
@@ -131,10 +131,18 @@ def sharded(graph: ModelGraph) -> ModelGraph:
     return replace(graph, layers=layers)
 
 
+def _variable_path(graph: ModelGraph, layer: str, weight: str) -> str:
+    """A variable's path as Keras 3 matches layout maps against it: Sequential and
+    subclassed models put their own name first."""
+    if graph.kind == "Functional":
+        return f"{layer}/{weight}"
+    return f"{graph.name}/{layer}/{weight}"
+
+
 def _factor(shards: list, path: str) -> int:
     for pattern, factor in shards:
         try:
-            if re.search(pattern, path):
+            if re.fullmatch(pattern, path):  # as Keras's LayoutMap matches
                 return factor
         except re.error:
             continue

@@ -258,3 +258,19 @@ def test_per_gpu_estimate_equals_the_one_device_twin(path, twin):
 def test_cap_fixtures(name, usable):
     report = analyze_file(str(DEVICE_FIXTURES / name), Settings(gpu="16GiB"))
     assert report.budget.usable == usable
+
+
+@pytest.mark.parametrize("pattern,sharded_kernel", [
+    ("dense.*kernel", False),  # Keras fullmatches the path, which starts with the model name
+    ("sequential/dense/kernel", True),
+    (".*dense/kernel", True),
+])
+def test_layout_map_patterns_match_as_keras_matches_them(pattern, sharded_kernel):
+    from memlint.ir import LayerNode, ModelGraph, TrainingSetup, Weight
+    from memlint.placement import sharded
+
+    layer = LayerNode("dense", "Dense", None, weights=[Weight("kernel", (64, 64))])
+    graph = ModelGraph("sequential", None, kind="Sequential", layers=[layer],
+                       setup=TrainingSetup(shards=[(pattern, 4)]))
+    size = sharded(graph).layers[0].weights[0].size
+    assert size == (1024 if sharded_kernel else 4096)
