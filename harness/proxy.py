@@ -147,6 +147,16 @@ def median_error(table: list) -> float:
     return statistics.median(errors) if errors else float("nan")
 
 
+def row_plan(row: dict, graph) -> dict:
+    """The configuration a stored row's plan was compiled for, as :func:`memlint_estimate`
+    takes it (rows stored before the options were recorded use the model's own)."""
+    return {"batch": row["batch"], "mode": row.get("mode", "train"),
+            "optimizer": row["optimizer"],
+            "optimizer_options": row.get("optimizer_options",
+                                         dict(graph.setup.optimizer.options)),
+            "dtype_policy": row.get("dtype_policy", "float32")}
+
+
 def refresh_memlint_side() -> None:
     """Recompute memlint's figures of the stored rows (no compilation): after a change of the
     memory model, when XLA's side has not moved."""
@@ -157,12 +167,7 @@ def refresh_memlint_side() -> None:
         graph = graphs.get((row["fixture"], row["model"]))
         if "xla_peak" not in row or graph is None:
             continue
-        plan = {"batch": row["batch"], "mode": row.get("mode", "train"),
-                "optimizer": row["optimizer"],
-                "optimizer_options": row.get("optimizer_options",
-                                             dict(graph.setup.optimizer.options)),
-                "dtype_policy": row.get("dtype_policy", "float32")}
-        breakdown = memlint_estimate(graph, plan)
+        breakdown = memlint_estimate(graph, row_plan(row, graph))
         row["memlint_peak"] = breakdown.peak
         row["relative_error"] = round((breakdown.peak - row["xla_peak"]) / row["xla_peak"], 4) \
             if row["xla_peak"] else 0.0

@@ -288,18 +288,11 @@ def main(argv: list | None = None) -> int:
     except BrokenPipeError:
         return EXIT_CLEAN
     except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
-        where = _origin(exc)
+        from memlint.parallel import error_origin
+        where = error_origin(exc)
         print(f"memlint: internal error: {type(exc).__name__}: {exc}{where} "
               "(please report it; MEMLINT_DEBUG=1 shows the traceback)", file=sys.stderr)
         if os.environ.get("MEMLINT_DEBUG"):
             raise
         return EXIT_ERROR
 
-
-def _origin(exc: Exception) -> str:
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
-        return ""
-    return f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"

@@ -47,7 +47,7 @@ def analyse_one(path: str, settings, cache_dir: Optional[str] = None) -> tuple:
     except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others
         if os.environ.get("MEMLINT_DEBUG"):
             raise
-        errors.append(f"{path}: internal error: {type(exc).__name__}: {exc}{_origin(exc)}")
+        errors.append(f"{path}: internal error: {type(exc).__name__}: {exc}{error_origin(exc)}")
     # store only what was analysed from the bytes the key was made of
     if report is not None and key is not None and cache.key_for_file(path, settings) == key:
         cache.store(key, report)
@@ -173,7 +173,8 @@ def _size(path) -> int:
         return 0
 
 
-def _origin(exc: Exception) -> str:
+def error_origin(exc: Exception) -> str:
+    """Where an internal error was raised (file:line of the innermost frame), for its one line."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next

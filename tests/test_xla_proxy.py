@@ -68,12 +68,7 @@ def test_memlint_side_of_every_stored_row(graphs):
         graph = graphs.get((row["fixture"], row["model"]))
         if "relative_error" not in row or graph is None:
             continue
-        plan = {"batch": row["batch"], "mode": row.get("mode", "train"),
-                "optimizer": row["optimizer"],
-                "optimizer_options": row.get("optimizer_options",
-                                             dict(graph.setup.optimizer.options)),
-                "dtype_policy": row.get("dtype_policy", "float32")}
-        peak = proxy.memlint_estimate(graph, plan).peak
+        peak = proxy.memlint_estimate(graph, proxy.row_plan(row, graph)).peak
         if peak != row["memlint_peak"]:
             moved.append(f"{row['fixture']}::{row['model']}: {row['memlint_peak']:,} -> "
                          f"{peak:,}")
