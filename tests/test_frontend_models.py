@@ -195,8 +195,12 @@ def test_nested_model_inner_activations_are_counted_for_training():
     assert nested.inner_shapes == [(None, 16)]  # the (None, 4) output is the layer's own
     b = estimate(graph)
     batch = graph.setup.batch_size
-    # kept: inner Dense(16) + nested output (4) + Dense(1), float32
-    assert b.category("activations") == batch * (16 + 4 + 1) * 4
+    # v2: as the backward pass starts, the nested model's inner Dense(16) output and its own
+    # output (4) are kept, float32, beside the weights, the batch, the targets, Dense(1)'s
+    # output and the loss gradient (v1 summed every output into "activations")
+    loss = [m["bytes"] for m in b.timeline if m["layer"] == "loss"][0]
+    assert loss == 868 + batch * 8 * 4 + batch * 4 + batch * (16 + 4) * 4 + 2 * batch * 4
+    assert b.category("activations") == batch * 16 * 4  # at the peak: the nested backward
 
 
 def test_a_factory_backbone_used_as_a_layer_is_part_of_the_model():

@@ -7,10 +7,22 @@ shared along ``shared_axes``.
 from __future__ import annotations
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, UnresolvedArgument, register
+from memlint.layers.base import (Args, LayerError, LayerKind, Saved, UnresolvedArgument,
+                                 activation_need, register)
 
 
 _UNKNOWN = object()
+
+
+def _function_saves(need) -> list:
+    """What an element-wise function keeps for its gradient (see ``ACTIVATION_NEEDS``)."""
+    if need == "sign":
+        return [Saved("sign", needed_for="inputs")]
+    if need == "output":
+        return [Saved("output", needed_for="inputs")]
+    if need == "input":
+        return [Saved("input", needed_for="inputs")]
+    return []
 
 
 def _value(args: Args, name: str, default=None, *, pos=None, aliases: tuple = ()):
@@ -48,6 +60,12 @@ class Activation(LayerKind):
         activation = _value(args, "activation", pos=0)
         return {"activation": activation if isinstance(activation, str) else None}
 
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        name = config.get("activation")
+        return _function_saves(activation_need(name) if name is not None else "input")
+
 
 @register
 class ReLU(LayerKind):
@@ -65,6 +83,11 @@ class ReLU(LayerKind):
             "threshold": _check_slope("ReLU", "threshold", _value(args, "threshold", 0.0, pos=2)),
         }
 
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return _function_saves("sign")
+
 
 @register
 class LeakyReLU(LayerKind):
@@ -80,6 +103,11 @@ class LeakyReLU(LayerKind):
         else:
             slope = _value(args, "negative_slope", 0.3, pos=0)
         return {"negative_slope": _check_slope("LeakyReLU", "negative_slope", slope)}
+
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return _function_saves("sign")
 
 
 @register
@@ -121,6 +149,11 @@ class PReLU(LayerKind):
             )
         return [Weight("alpha", tuple(alpha))]
 
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return [Saved("input")]  # the slope's gradient and the input's both need x
+
 
 @register
 class ELU(LayerKind):
@@ -132,6 +165,11 @@ class ELU(LayerKind):
     def configure(self, args: Args) -> dict:
         alpha = _value(args, "alpha", 1.0, pos=0)
         return {"alpha": None if alpha is _UNKNOWN else alpha}
+
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return _function_saves("input")
 
 
 @register
@@ -146,3 +184,6 @@ class Softmax(LayerKind):
         if axis is _UNKNOWN:
             axis = None
         return {"axis": list(axis) if isinstance(axis, (list, tuple)) else axis}
+
+    def saved(self, config, input_shape, output_shape):
+        return _function_saves("output")

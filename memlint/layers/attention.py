@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, format_shape, register
+from memlint.layers.base import Args, LayerError, LayerKind, Saved, format_shape, register
 
 
 def _positive_int(name: str, value) -> int:
@@ -123,6 +123,22 @@ class MultiHeadAttention(LayerKind):
             saved.append(scores)
         return saved
 
+    def saved(self, config, input_shape, output_shape):
+        """Its inputs (for the projections' gradients), the projected query, key and value,
+        the softmax probabilities (and a one-byte dropout mask), the heads' output before the
+        output projection; while its backward runs, the gradients of the probabilities and
+        of the scores (two more score-sized buffers: XLA's plan of plain dot-product
+        attention holds three at once)."""
+        q_proj, k_proj, v_proj, scores, heads = self.saved_tensors(config, input_shape)[:5]
+        out = [Saved("input", index=i, needed_for="weights") for i in range(len(input_shape))]
+        out += [Saved("query projection", q_proj), Saved("key projection", k_proj),
+                Saved("value projection", v_proj), Saved("attention probabilities", scores),
+                Saved("heads output", heads, needed_for="weights")]
+        if config.get("dropout"):
+            out.append(Saved("dropout mask", scores, "bool"))
+        out.append(Saved("score gradients", scores, when="backward", count=2))
+        return out
+
     def weights(self, config, input_shape):
         query, value, key = self._inputs(input_shape)
         heads, key_dim, value_dim = config["num_heads"], config["key_dim"], config["value_dim"]
@@ -188,6 +204,15 @@ class Attention(LayerKind):
         query, value = _query_value(self.name, input_shape)
         scores = query[:-1] + value[1:-1]
         return [scores, scores]
+
+    def saved(self, config, input_shape, output_shape):
+        """Its inputs, the softmax probabilities, and one score-sized gradient while its
+        backward runs."""
+        out = [Saved("input", index=i) for i in range(len(input_shape))]
+        for i, shape in enumerate(self.saved_tensors(config, input_shape)[:-1]):
+            out.append(Saved("attention scores" if i else "attention probabilities", shape))
+        scores = self.saved_tensors(config, input_shape)[-1]
+        return out + [Saved("score gradients", scores, when="backward")]
 
     def weights(self, config, input_shape):
         _query_value(self.name, input_shape)

@@ -8,6 +8,11 @@ owns ``__init__``, ``build`` and ``compute_output_shape``:
 * :meth:`LayerKind.output_shape` computes the output shape from the input shape(s);
 * :meth:`LayerKind.weights` lists the variables Keras would create in ``build``.
 
+For the memory model each kind also says what its backward pass keeps
+(:meth:`LayerKind.saved`, a list of :class:`Saved`), the way the layer's ``call`` decides what
+autodiff must remember: its input for a weight gradient, its output for a sigmoid, a one-byte
+mask for dropout, statistics for normalisation, every step's gates for a recurrent layer.
+
 Shapes include the batch dimension first (usually ``None``).  Layers taking several inputs
 set ``multi_input = True`` and receive a list of shapes.  Problems Keras would reject at
 build time raise :class:`LayerError`; arguments whose value is not known statically raise
@@ -135,10 +140,123 @@ class LayerKind:
         """Variables created when the layer is built on ``input_shape``."""
         return []
 
+    # An element-wise layer (an activation, dropout, noise, rescaling): a compiler can write
+    # its output over a dying input, and its gradient over its output's gradient.
+    elementwise: ClassVar[bool] = False
+
     def saved_tensors(self, config: dict, input_shape) -> list:
         """Shapes (batch first) of tensors a call keeps for the backward pass besides its
-        output, such as attention score matrices.  Used by the memory model only."""
+        output, such as attention score matrices.  The frontend records them on the layer
+        (``LayerNode.inner_shapes``); :meth:`saved` is the memory model's finer account."""
         return []
+
+    def saved(self, config: dict, input_shape, output_shape) -> list:
+        """What one call keeps for its backward pass (list of :class:`Saved`).
+
+        The default follows the common case: a layer with weights keeps its input (a weight
+        gradient is input x output gradient), plus whatever its ``activation=`` needs; a
+        layer without weights keeps nothing (reshapes, padding, sums, average pooling: their
+        gradient needs only shapes).  Kinds override it where their ``call`` needs more."""
+        saved = []
+        try:
+            has_weights = bool(self.weights(config, input_shape))
+        except Exception:  # noqa: BLE001 - a kind that cannot say keeps its input
+            has_weights = True
+        if has_weights:
+            saved.append(Saved("input", needed_for="weights"))
+        return saved + activation_saves(config.get("activation"), output_shape)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One tensor a layer call keeps from its forward pass for its backward pass.
+
+    ``what`` names it: ``"input"`` and ``"output"`` are the call's own tensors (kept alive, not
+    copied; ``index`` says which one), ``"sign"`` is what a ReLU-like function needs (a
+    one-byte mask, its output or its input: the backend profile decides), anything else is a
+    buffer of its own (``"mask"``, ``"statistics"``, ``"gates"``, ``"scores"``,
+    ``"preactivation"``...) of ``shape`` (batch first, None for the batch; with
+    ``per_batch=False`` a fixed shape such as a weight's).
+
+    ``dtype``: ``"compute"`` (the policy's activation dtype), ``"float32"``, ``"variable"``
+    (the variables' dtype), ``"bool"`` or ``"int32"``; for input/output, the tensor's own.
+    ``needed_for``: ``"weights"`` (only a weight gradient needs it: a frozen layer drops it),
+    ``"inputs"`` (only the input gradient: dropped when nothing before the layer trains) or
+    ``"both"``.  ``when``: ``"saved"`` (from the forward pass to the layer's backward),
+    ``"backward"`` (scratch that exists only while the layer's backward runs, such as the
+    gradients of attention scores) or ``"forward"`` (scratch while the call runs, in
+    training and inference alike; not counted twice when a saved entry of the same name is
+    kept).
+    """
+
+    what: str
+    shape: tuple = ()
+    dtype: str = "compute"
+    needed_for: str = "both"
+    index: int = 0
+    when: str = "saved"
+    per_batch: bool = True
+    count: int = 1  # identical buffers of this shape (the steps' gates of a recurrent layer)
+
+
+# What the gradient of each activation function needs (Keras 3 names; ``activations.get``
+# spellings): "sign" (ReLU-like: which elements were positive), "output" (sigmoid, tanh,
+# softmax: f'(x) is a function of f(x)) or "input" (gelu, swish, softplus, ...).  Unknown
+# functions keep their input.
+ACTIVATION_NEEDS = {
+    "linear": None, "relu": "sign", "relu6": "sign", "leaky_relu": "sign",
+    "sigmoid": "output", "tanh": "output", "softmax": "output", "log_softmax": "output",
+    "hard_sigmoid": "input", "hard_silu": "input", "hard_swish": "input", "elu": "input",
+    "selu": "input", "gelu": "input", "silu": "input", "swish": "input", "softplus": "input",
+    "softsign": "input", "mish": "input", "exponential": "output", "celu": "input",
+    "glu": "input", "sparse_plus": "input", "squareplus": "input", "tanh_shrink": "input",
+    "hard_tanh": "sign", "soft_shrink": "sign", "hard_shrink": "sign", "threshold": "sign",
+    "log_sigmoid": "input", "sparsemax": "output",
+}
+
+
+def activation_need(name) -> Optional[str]:
+    """``"sign"``, ``"output"``, ``"input"`` or None (linear) for an activation name (None:
+    no activation; an unknown or unresolved one keeps its input)."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        return "input"
+    return ACTIVATION_NEEDS.get(name.lower(), "input")
+
+
+def activation_saves(name, output_shape) -> list:
+    """What a layer's own ``activation=`` keeps: the pre-activation values (a buffer of the
+    output's shape, which the layer's kernel writes before the function is applied) when the
+    function's gradient needs its input or a sign, the output when it needs its output."""
+    need = activation_need(name)
+    if need is None or output_shape is None or isinstance(output_shape, list):
+        return []
+    if need == "output":
+        return [Saved("output")]
+    if need == "sign":  # the walk's profile decides: the pre-activation or the output
+        return [Saved("sign preactivation", tuple(output_shape))]
+    return [Saved("preactivation", tuple(output_shape))]
+
+
+def activation_arg(args: "Args", pos: Optional[int] = None) -> Optional[str]:
+    """The ``activation=`` of a layer as a lower-case name for :meth:`LayerKind.saved` (None
+    for none or "linear"; ``"unknown"`` when it is not a plain name: a function of the file,
+    an unresolved value).  Never raises: it changes no shape or weight."""
+    try:
+        value = args.get("activation", None, pos=pos)
+    except UnresolvedArgument:
+        return "unknown"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.lower()
+        return None if value == "linear" else value
+    name = getattr(value, "name", None)  # a canonical reference such as keras.activations.relu
+    if isinstance(name, str):
+        leaf = name.rsplit(".", 1)[-1].lower()
+        return None if leaf == "linear" else leaf
+    return "unknown"
 
 
 def nested_layer(value: Any, what: str, expected: str) -> dict:

@@ -19,6 +19,8 @@ from typing import ClassVar
 from memlint.ir import Weight
 from memlint.layers.base import (
     Args,
+    Saved,
+    activation_arg,
     data_format,
     LayerError,
     LayerKind,
@@ -108,7 +110,9 @@ class _Conv(LayerKind):
     # -- configure
 
     def configure(self, args: Args) -> dict:
-        return self.check_config(self.read(args))
+        config = self.check_config(self.read(args))
+        config["activation"] = activation_arg(args)  # for saved() only
+        return config
 
     def read(self, args: Args) -> dict:
         """Raw argument values under Keras 3 names, read by keyword or Keras 3 position."""
@@ -344,6 +348,15 @@ class _SeparableConv(_Conv):
         if config["use_bias"]:
             out.append(Weight("bias", (config["filters"],)))
         return out
+
+    def saved(self, config, input_shape, output_shape):
+        """Its input, and the depthwise result the pointwise kernel's gradient reads."""
+        fmt = config["data_format"]
+        channels = input_channels(input_shape, fmt, self.class_name)
+        middle = list(output_shape)
+        middle[1 if fmt == "channels_first" else -1] = channels * config["depth_multiplier"]
+        return super().saved(config, input_shape, output_shape) + [
+            Saved("depthwise output", tuple(middle))]
 
 
 @register

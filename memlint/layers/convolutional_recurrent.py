@@ -16,6 +16,7 @@ from typing import ClassVar
 from memlint.ir import Weight
 from memlint.layers.base import (
     Args,
+    Saved,
     LayerError,
     LayerKind,
     check_rank,
@@ -108,6 +109,15 @@ class _ConvLSTM(LayerKind):
         if config["use_bias"]:
             out.append(Weight("bias", (4 * filters,)))
         return out
+
+    def saved(self, config, input_shape, output_shape):
+        """Like an LSTM under ``lax.scan``: thirteen buffers of every step's output size
+        (gates before and after their activations, cell states) and a time-major copy of the
+        input (measured: harness/probe_saved.py)."""
+        state = self._state_shape(config, input_shape)
+        batch, steps = input_shape[0], input_shape[1]
+        return [Saved("steps' states and gates", (batch, steps) + state, count=13),
+                Saved("time-major input", tuple(input_shape))]
 
 
 @register

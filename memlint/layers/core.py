@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, register
+from memlint.layers.base import Args, LayerError, LayerKind, activation_arg, register
 
 
 @register
@@ -19,7 +19,8 @@ class Dense(LayerKind):
         units = args.get("units", pos=0, aliases=("output_dim",))
         if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
             raise LayerError(f"units must be a positive int, got {units!r}")
-        return {"units": units, "use_bias": bool(args.get("use_bias", True, aliases=("bias",)))}
+        return {"units": units, "use_bias": bool(args.get("use_bias", True, aliases=("bias",))),
+                "activation": activation_arg(args, pos=1)}  # for saved() only
 
     def output_shape(self, config, input_shape):
         if len(input_shape) < 2:
@@ -50,6 +51,7 @@ class Identity(LayerKind):
 
     name = "Identity"
     family = "core"
+    elementwise = True
 
 
 @register
@@ -175,7 +177,8 @@ class EinsumDense(LayerKind):
         bias_axes = args.get("bias_axes", None, pos=3)
         if bias_axes is not None and not isinstance(bias_axes, str):
             raise LayerError(f"EinsumDense bias_axes must be a string, got {bias_axes!r}")
-        return {"equation": equation, "output_shape": output_shape, "bias_axes": bias_axes}
+        return {"equation": equation, "output_shape": output_shape, "bias_axes": bias_axes,
+                "activation": activation_arg(args)}  # for saved() only
 
     def _analyze(self, config, input_shape) -> tuple:
         return _analyze_einsum(config["equation"], config["bias_axes"], input_shape,

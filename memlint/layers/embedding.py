@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, UnresolvedArgument, register
+from memlint.layers.base import (Args, LayerError, LayerKind, Saved, UnresolvedArgument,
+                                 register)
 
 
 def _positive_int(name: str, value) -> int:
@@ -54,3 +55,8 @@ class Embedding(LayerKind):
             Weight("lora_embeddings_a", (config["input_dim"], rank)),
             Weight("lora_embeddings_b", (rank, config["output_dim"])),
         ]
+
+    def saved(self, config, input_shape, output_shape):
+        """The indices (its input) for the table's gradient, a dense table-sized buffer (the
+        weight gradient itself: XLA scatters the output's gradient straight into it)."""
+        return [Saved("input", needed_for="weights")]

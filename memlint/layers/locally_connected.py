@@ -26,6 +26,7 @@ from typing import ClassVar
 from memlint.ir import Weight
 from memlint.layers.base import (
     Args,
+    activation_arg,
     LayerError,
     LayerKind,
     UnresolvedArgument,
@@ -94,6 +95,7 @@ class _LocallyConnected(LayerKind):
             "data_format": raw["data_format"],
             "use_bias": bool(raw["use_bias"]),
             "implementation": implementation,
+            "activation": activation_arg(args),  # for saved() only
         }
 
     def read_keras2(self, args: Args) -> dict:

@@ -8,7 +8,7 @@ unknown in the output.  Known batch sizes must agree.
 
 from __future__ import annotations
 
-from memlint.layers.base import Args, LayerError, LayerKind, format_shape, register
+from memlint.layers.base import Args, LayerError, LayerKind, Saved, format_shape, register
 
 
 def _shapes(input_shapes) -> list:
@@ -87,6 +87,10 @@ class Multiply(ElementwiseMerge):
 
     name = "Multiply"
 
+    def saved(self, config, input_shape, output_shape):
+        """Each input's gradient needs the other inputs (or which one won)."""
+        return [Saved("input", index=i, needed_for="inputs") for i in range(len(input_shape))]
+
 
 @register
 class Average(ElementwiseMerge):
@@ -101,12 +105,20 @@ class Maximum(ElementwiseMerge):
 
     name = "Maximum"
 
+    def saved(self, config, input_shape, output_shape):
+        """Each input's gradient needs the other inputs (or which one won)."""
+        return [Saved("input", index=i, needed_for="inputs") for i in range(len(input_shape))]
+
 
 @register
 class Minimum(ElementwiseMerge):
     """``Minimum()``: the element-wise minimum of its inputs."""
 
     name = "Minimum"
+
+    def saved(self, config, input_shape, output_shape):
+        """Each input's gradient needs the other inputs (or which one won)."""
+        return [Saved("input", index=i, needed_for="inputs") for i in range(len(input_shape))]
 
 
 @register
@@ -187,6 +199,9 @@ class Dot(LayerKind):
     name = "Dot"
     family = "merging"
     multi_input = True
+
+    def saved(self, config, input_shape, output_shape):
+        return [Saved("input", index=i, needed_for="inputs") for i in range(len(input_shape))]
 
     def configure(self, args: Args) -> dict:
         axes = args.get("axes", pos=0)

@@ -7,7 +7,7 @@ which therefore must be known.
 from __future__ import annotations
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, register
+from memlint.layers.base import Args, LayerError, LayerKind, Saved, register
 
 
 def _int(value) -> bool:
@@ -69,6 +69,14 @@ class BatchNormalization(LayerKind):
                 out.append(Weight(name, shape, trainable=False))
         return out
 
+    def saved(self, config, input_shape, output_shape):
+        """The input and the batch mean and variance (float32, one per channel).  A frozen
+        BatchNormalization runs in inference mode, a fixed affine map: it keeps nothing."""
+        shape = (_axis_dim(input_shape, config["axis"], self.name),)
+        return [Saved("input", needed_for="weights"),
+                Saved("statistics", shape, "float32", needed_for="weights", per_batch=False,
+                      count=2)]
+
 
 @register
 class LayerNormalization(LayerKind):
@@ -113,6 +121,13 @@ class LayerNormalization(LayerKind):
         if config["center"] and not config["rms_scaling"]:
             out.append(Weight("beta", shape))
         return out
+
+    def saved(self, config, input_shape, output_shape):
+        """The input and one mean and variance (float32) per normalised row."""
+        rank = len(input_shape)
+        axes = {a % rank for a in config["axis"]}
+        rows = tuple(d for i, d in enumerate(input_shape) if i not in axes)
+        return [Saved("input"), Saved("statistics", rows, "float32", count=2)]
 
 
 
@@ -163,6 +178,13 @@ class GroupNormalization(LayerKind):
             out.append(Weight("beta", shape))
         return out
 
+    def saved(self, config, input_shape, output_shape):
+        """The input and one mean and variance (float32) per sample and group."""
+        dim = self._dim(config, input_shape)
+        groups = dim if config["groups"] == -1 else config["groups"]
+        return [Saved("input"), Saved("statistics", (input_shape[0], groups), "float32",
+                                      count=2)]
+
 
 @register
 class UnitNormalization(LayerKind):
@@ -189,3 +211,6 @@ class UnitNormalization(LayerKind):
                 raise LayerError(f"UnitNormalization: axis {axis!r} is out of bounds for "
                                  f"input shape {input_shape}")
         return input_shape
+
+    def saved(self, config, input_shape, output_shape):
+        return [Saved("input", needed_for="inputs")]

@@ -11,6 +11,7 @@ from typing import ClassVar, Optional
 
 from memlint.layers.base import (
     Args,
+    Saved,
     data_format,
     LayerError,
     LayerKind,
@@ -25,6 +26,18 @@ from memlint.layers.convolutional import int_tuple
 # Keras 1 keywords of the 1D layers (``MaxPooling1D(pool_length=2, stride=None)``), whose
 # input was always (steps, channels).
 KERAS1_1D_KEYWORDS = frozenset({"pool_length", "stride", "border_mode"})
+
+
+def _max_pool_saved(self, config, input_shape, output_shape):
+    """Max pooling routes the gradient to each window's maximum: it keeps its input and
+    output, and XLA's backward (a select-and-scatter rewritten with int32 window indices)
+    holds rank + 2 index arrays and one value array of the output's size while it runs.
+    Average pooling keeps nothing (the default)."""
+    rank = len(input_shape) - 2
+    return [Saved("input", needed_for="inputs"), Saved("output", needed_for="inputs"),
+            Saved("window indices", tuple(output_shape), "int32", needed_for="inputs",
+                  when="backward", count=rank + 2),
+            Saved("window values", tuple(output_shape), needed_for="inputs", when="backward")]
 
 
 class _Pooling(LayerKind):
@@ -72,6 +85,7 @@ class MaxPooling1D(_Pooling):
     """``MaxPooling1D(pool_size=2)`` over (steps, channels)."""
 
     name = "MaxPooling1D"
+    saved = _max_pool_saved
     aliases = ("MaxPool1D",)
     rank = 1
 
@@ -81,6 +95,7 @@ class MaxPooling2D(_Pooling):
     """``MaxPooling2D(pool_size=(2, 2))`` over (rows, cols, channels)."""
 
     name = "MaxPooling2D"
+    saved = _max_pool_saved
     aliases = ("MaxPool2D",)
     rank = 2
 
@@ -90,6 +105,7 @@ class MaxPooling3D(_Pooling):
     """``MaxPooling3D(pool_size=(2, 2, 2))`` over (depth, rows, cols, channels)."""
 
     name = "MaxPooling3D"
+    saved = _max_pool_saved
     aliases = ("MaxPool3D",)
     rank = 3
 
@@ -148,6 +164,7 @@ class GlobalMaxPooling1D(_GlobalPooling):
     """``GlobalMaxPooling1D()``: the maximum over steps."""
 
     name = "GlobalMaxPooling1D"
+    saved = _max_pool_saved
     aliases = ("GlobalMaxPool1D",)
     rank = 1
 
@@ -157,6 +174,7 @@ class GlobalMaxPooling2D(_GlobalPooling):
     """``GlobalMaxPooling2D()``: the maximum over rows and cols."""
 
     name = "GlobalMaxPooling2D"
+    saved = _max_pool_saved
     aliases = ("GlobalMaxPool2D",)
     rank = 2
 
@@ -166,6 +184,7 @@ class GlobalMaxPooling3D(_GlobalPooling):
     """``GlobalMaxPooling3D()``: the maximum over depth, rows and cols."""
 
     name = "GlobalMaxPooling3D"
+    saved = _max_pool_saved
     aliases = ("GlobalMaxPool3D",)
     rank = 3
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from memlint.layers.base import (
     Args,
+    Saved,
     LayerError,
     LayerKind,
     UnresolvedArgument,
@@ -60,6 +61,18 @@ class Dropout(LayerKind):
     def configure(self, args: Args) -> dict:
         return {"rate": _rate(args), "noise_shape": _noise_shape(args)}
 
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        """The keep mask, one byte per element (XLA keeps a ``pred`` array)."""
+        if config.get("rate") == 0:
+            return []
+        shape = output_shape
+        noise = config.get("noise_shape")
+        if isinstance(noise, (list, tuple)) and len(noise) == len(output_shape):
+            shape = tuple(d if n is None else n for d, n in zip(output_shape, noise))
+        return [Saved("mask", tuple(shape), "bool", needed_for="inputs")]
+
 
 class _SpatialDropout(LayerKind):
     """Drops whole feature maps; the input must have ``rank`` dims (batch included).
@@ -92,6 +105,17 @@ class _SpatialDropout(LayerKind):
     def output_shape(self, config, input_shape):
         check_rank(input_shape, self.rank, self.name)
         return input_shape
+
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        """One byte per (sample, channel): the mask is broadcast over the feature map."""
+        if config.get("rate") == 0:
+            return []
+        first = config.get("data_format") == "channels_first"
+        shape = tuple(d if i == 0 or (i == 1 if first else i == len(output_shape) - 1) else 1
+                      for i, d in enumerate(output_shape))
+        return [Saved("mask", shape, "bool", needed_for="inputs")]
 
 
 @register
@@ -144,6 +168,11 @@ class GaussianNoise(LayerKind):
     def configure(self, args: Args) -> dict:
         return {"stddev": _unit_interval(args, "stddev", self.name, "sigma")}
 
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return []  # added noise: the gradient passes through unchanged
+
 
 @register
 class GaussianDropout(LayerKind):
@@ -156,6 +185,11 @@ class GaussianDropout(LayerKind):
     def configure(self, args: Args) -> dict:
         return {"rate": _unit_interval(args, "rate", self.name, "p")}
 
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return [Saved("noise", tuple(output_shape), needed_for="inputs")]  # a float multiplier
+
 
 @register
 class AlphaDropout(LayerKind):
@@ -166,6 +200,11 @@ class AlphaDropout(LayerKind):
 
     def configure(self, args: Args) -> dict:
         return {"rate": _unit_interval(args, "rate", self.name, "p")}
+
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return [Saved("mask", tuple(output_shape), "bool", needed_for="inputs")]
 
 
 def _penalty(args: Args, name: str, pos: int):
@@ -192,3 +231,8 @@ class ActivityRegularization(LayerKind):
 
     def configure(self, args: Args) -> dict:
         return {"l1": _penalty(args, "l1", 0), "l2": _penalty(args, "l2", 1)}
+
+    elementwise = True
+
+    def saved(self, config, input_shape, output_shape):
+        return [Saved("input", needed_for="inputs")]  # the penalty's gradient needs x

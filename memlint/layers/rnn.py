@@ -18,6 +18,7 @@ from __future__ import annotations
 from memlint.ir import Weight
 from memlint.layers.base import (
     REGISTRY,
+    Saved,
     nested_layer,
     Args,
     LayerError,
@@ -27,6 +28,31 @@ from memlint.layers.base import (
 )
 
 _FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
+
+# What a recurrence keeps for its backward pass.  Keras 3 on JAX runs SimpleRNN, LSTM and GRU
+# as a ``lax.scan`` (the cuDNN kernels need a device to be sized: the GPU plan uses the scan);
+# XLA's plan of the train step stacks, per step, buffers of ``(steps, batch, units)``, of
+# ``(steps, batch, gates * units)`` and a time-major copy of the input (measured with
+# harness/probe_saved.py on H100 and T4 targets, any batch, steps and units; see
+# docs/memory-model-v2.md): gates -> (unit-sized, gate-sized, input copies).  SimpleRNN's
+# fourth unit-sized buffer stands for the fragmentation of the loop's buffers in XLA's plan.
+SCAN_BUFFERS = {1: (4, 0, 1), 4: (13, 0, 1), 3: (9, 2, 0)}
+
+
+def scan_saved(gates: int, units: int, input_shape) -> list:
+    """The per-step buffers a scanned recurrence of ``gates`` gates keeps (see
+    ``SCAN_BUFFERS``) for an input ``(batch, steps, features)``."""
+    per_unit, per_gate, copies = SCAN_BUFFERS.get(gates, (3 * gates + 1, 0, 1))
+    batch, steps, features = input_shape[0], input_shape[1], input_shape[-1]
+    out = [Saved("steps' states and gates", (batch, steps, units), count=per_unit)]
+    if per_gate:
+        out.append(Saved("steps' input projections", (batch, steps, gates * units),
+                         count=per_gate))
+    if copies:
+        out.append(Saved("time-major input", (batch, steps, features), count=copies))
+    if gates == 4:  # the step's gate blocks while the loop's backward runs
+        out.append(Saved("step gates", (batch, gates * units), when="backward", count=5))
+    return out
 
 
 class Recurrent(LayerKind):
@@ -55,6 +81,9 @@ class Recurrent(LayerKind):
         if not config["return_state"]:
             return output
         return [output] + [(batch, units)] * self.states
+
+    def saved(self, config, input_shape, output_shape):
+        return scan_saved(self.gates, config["units"], input_shape)
 
     def weights(self, config, input_shape):
         features = input_shape[-1]
@@ -254,6 +283,18 @@ def _cell_output_size(cell: dict) -> int:
     return REGISTRY[cell["class_name"]].output_size(cell["config"])
 
 
+def _cell_saved(cell: dict, input_shape: tuple) -> list:
+    """What a cell (or a stack of cells) run over ``input_shape`` keeps for backward."""
+    kind = REGISTRY[cell["class_name"]]
+    if isinstance(kind, StackedRNNCells):
+        out, shape = [], input_shape
+        for inner in cell["config"]["cells"]:
+            out += _cell_saved(inner, shape)
+            shape = tuple(shape[:2]) + (_cell_output_size(inner),)
+        return out
+    return scan_saved(kind.gates, cell["config"]["units"], input_shape)
+
+
 def _cell_weights(cell: dict, step_shape: tuple) -> list:
     kind = REGISTRY[cell["class_name"]]
     return [Weight(w.name, w.shape, trainable=w.trainable and cell["trainable"])
@@ -343,6 +384,9 @@ class RNN(LayerKind):
         step = (input_shape[0],) + tuple(input_shape[2:])
         return _cell_weights(config["cell"], step)
 
+    def saved(self, config, input_shape, output_shape):
+        return _cell_saved(config["cell"], tuple(input_shape))
+
 
 # ---------------------------------------------------------------- Bidirectional
 
@@ -418,3 +462,12 @@ class Bidirectional(LayerKind):
                 out.append(Weight(f"{prefix}_{w.name}", w.shape,
                                   trainable=w.trainable and part["trainable"]))
         return out
+
+    def saved(self, config, input_shape, output_shape):
+        """Both directions' buffers (each runs its own scan)."""
+        out = []
+        for part in (config["layer"], config["backward_layer"]):
+            kind = REGISTRY[part["class_name"]]
+            out += kind.saved(part["config"], input_shape,
+                              kind.output_shape(part["config"], input_shape))
+        return [s for s in out if s.what not in ("input", "output")]

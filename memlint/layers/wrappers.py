@@ -25,6 +25,7 @@ from memlint.layers.base import (
     Args,
     LayerError,
     LayerKind,
+    Saved,
     Unknown,
     UnresolvedArgument,
     format_shape,
@@ -97,6 +98,28 @@ class TimeDistributed(LayerKind):
         inner = config["layer"]
         saved = nested_call(inner, "saved_tensors", step)
         return [(s[0], input_shape[1], *s[1:]) for s in saved]
+
+    def saved(self, config, input_shape, output_shape):
+        """The inner layer's, on every step: its input and output are slices of the
+        wrapper's (kept as they are), its own buffers gain the time axis.  A model or a layer
+        class of the file as the inner layer keeps its input and its inner tensors."""
+        step = self._step_shape(input_shape)
+        inner = config["layer"]
+        if inner.get("object") is not None:
+            inner_saved = [Saved("inner tensors", s) for s in
+                           nested_call(inner, "saved_tensors", step)]
+            return [Saved("input")] + [Saved(s.what, (s.shape[0], input_shape[1], *s.shape[1:]))
+                                       for s in inner_saved if s.shape]
+        kind = REGISTRY[inner["class_name"]]
+        step_out = (output_shape[0], *output_shape[2:])
+        out = []
+        for s in kind.saved(inner["config"], step, step_out):
+            if s.what in ("input", "output", "sign") or not s.per_batch or not s.shape:
+                out.append(s)
+            else:
+                out.append(Saved(s.what, (s.shape[0], input_shape[1], *s.shape[1:]), s.dtype,
+                                 s.needed_for, s.index, s.when, s.per_batch, s.count))
+        return out
 
 
 # ---------------------------------------------------------------- Lambda
@@ -172,6 +195,10 @@ class Lambda(LayerKind):
             return {"output_shape": None,
                     "unresolved": ("output_shape", "part of output_shape is not known statically")}
         return {"output_shape": raw, "unresolved": None}
+
+    def saved(self, config, input_shape, output_shape):
+        """An unknown function: its input (what most functions' gradients read)."""
+        return [Saved("input", needed_for="inputs")]
 
     def output_shape(self, config, input_shape):
         if config["unresolved"] is not None:

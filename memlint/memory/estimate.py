@@ -1,12 +1,11 @@
-"""Peak GPU memory of one model as a sum of named parts (memory model v1).
+"""Peak GPU memory of one model: the breakdown at the peak of a walk through one step.
 
-Training peak = weights + gradients + optimizer state + activations kept for the backward
-pass + other (the input batch and the largest transient gradient buffer).
-Inference peak = weights + the largest set of activations alive at once + the input batch.
-
-Everything here is a pure function of the model graph and its setup; the assumptions each
-part rests on are stated in :attr:`Part.note` so reports can show them.  Calibration against
-measured GPU peaks comes later: keep each part separate and easy to refine.
+:func:`estimate` walks the step (:mod:`memlint.memory.walk`: forward, backward, update, or the
+forward alone for inference) under the backend profile and reports what is alive at the peak
+as named parts in the five JSON categories (weights, gradients, optimizer, activations,
+other), with the memory over the step (:attr:`MemoryBreakdown.timeline`) and the place of the
+peak (:attr:`MemoryBreakdown.peak_at`).  Everything here is a pure function of the model graph
+and its setup; each part's note states its assumption so reports can show it.
 """
 
 from __future__ import annotations
@@ -14,18 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from memlint.ir import ModelGraph, TrainingSetup, as_shape_list, shape_size
+from memlint.ir import ModelGraph, TrainingSetup
 from memlint.memory.dtypes import precision
-from memlint.memory.optimizers import optimizer_elements, slots_per_variable
+from memlint.memory.optimizers import slots_per_variable
+from memlint.memory.tensors import (INPUT_TYPES, VIEW_LAYERS, layer_activation_bytes,
+                                    output_bytes, tensor_bytes)
 
-# Layers whose output is a view of their input (no new buffer is kept); "Input" and the
-# ONNX op types are the ONNX frontend's graph inputs and view operators.
-VIEW_LAYERS = frozenset({"InputLayer", "Flatten", "Reshape", "Input", "Squeeze", "Unsqueeze",
-                         "Identity"})
-INPUT_TYPES = frozenset({"InputLayer", "Input"})
+__all__ = ["CATEGORIES", "INPUT_TYPES", "VIEW_LAYERS", "MemoryBreakdown", "Part",
+           "batch_is_known", "estimate", "layer_activation_bytes", "max_batch_size",
+           "output_bytes", "tensor_bytes"]
 
 # The five summary categories of the JSON ``memory`` object (plus ``peak``).
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "other")
+
+# How many of the largest tensors alive at the peak a breakdown names.
+PEAK_TENSORS = 5
 
 
 @dataclass
@@ -40,17 +42,25 @@ class Part:
 
 @dataclass
 class MemoryBreakdown:
-    """The estimate for one model: its parts, the peak, and the assumptions used."""
+    """The estimate for one model: what is alive at the peak, by part, and the walk."""
 
     mode: str
     batch_size: int
     parts: list = field(default_factory=list)
     per_sample_bytes: int = 0  # how much the peak grows per extra sample in the batch
-    fixed_bytes: int = 0  # the part that does not depend on the batch size
+    fixed_bytes: int = 0  # the part of the peak that does not depend on the batch size
     largest_activation: Optional[tuple] = None  # (layer name, bytes) of the biggest single output
     unknown_activations: list = field(default_factory=list)  # layers whose size is unknown
     profile: Optional[str] = None  # the backend profile applied (memory/profiles.py), if any
     batch_known: bool = True  # False when the setup has no batch size (the estimate uses 1)
+    # the memory over the step: {"phase": forward|backward|update, "layer", "bytes"} per moment
+    timeline: list = field(default_factory=list)
+    # where the peak is: {"phase", "layer", "bytes", "tensors": [{"name", "layer", "kind",
+    # "category", "bytes"}, ...]} (the largest tensors alive there)
+    peak_at: dict = field(default_factory=dict)
+    # every moment of the walk as [bytes per sample, fixed bytes] (an upper bound with the
+    # allocator's rounding): the peak is piecewise linear in the batch size
+    curve: list = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -71,173 +81,184 @@ class MemoryBreakdown:
         return out
 
 
-def _tensor_bytes(shape, batch_size: int, element_bytes: int) -> Optional[int]:
-    n = shape_size(shape, batch_size)
-    return None if n is None else n * element_bytes
+def _notes(setup: TrainingSetup, prec, profile) -> dict:
+    """The assumption behind each part (by walk buffer kind)."""
+    opt = setup.optimizer
+    xla = profile.sign == "xla"
+    return {
+        "weights": f"every variable ({prec.variable_bytes} bytes per parameter unless stored "
+                   "otherwise)",
+        "gradients": ("the weight gradients alive at the peak: "
+                      + ("each is consumed by the update when its layer's backward is done"
+                         if profile.weight_gradients == "consumed" and not (
+                             xla and prec.loss_scaling) else
+                         "all wait for the update" if profile.weight_gradients == "kept" else
+                         "loss scaling keeps them all, in 16 bits, until they are checked")),
+        "optimizer": f"{opt.name}: {slots_per_variable(opt)} slot(s) per trainable parameter",
+        "saved": "tensors kept for the backward pass (each layer kind's declaration: inputs "
+                 "of weighted layers, masks, statistics, recurrent gates, attention "
+                 "probabilities)",
+        "live": "layer outputs alive at that moment and not kept for backward",
+        "data": "the model inputs at the batch size (in the variables' dtype)",
+        "targets": "the targets at the batch size, shaped like the model outputs",
+        "grad": "gradients of activations alive at that moment",
+        "scratch": "buffers a layer's backward needs while it runs (pooling indices, "
+                   "attention score gradients, embedding table gradients)",
+        "casts": "the weights cast to the compute dtype for the layers' calls",
+        "relayouts": "a convolution kernel copied into cuDNN's layout while the layer (or "
+                     "its backward) runs",
+    }
 
 
-def output_bytes(layer, out, batch_size: int, element_bytes: int) -> list:
-    """Bytes of each tensor of one call's output ``out`` (None where unknown).  A layer from
-    an ONNX graph gives each output's bytes per element (``output_itemsizes``) and, for a
-    leading dimension that is k times the batch, ``batch_factors``; outputs that are
-    parameters or shape-only constants take no activation memory (0)."""
-    config = layer.config
-    itemsizes = config.get("output_itemsizes") or []
-    factors = config.get("batch_factors") or []
-    names = config.get("outputs") or []
-    skip = set(config.get("parameter_outputs", [])) | set(config.get("shape_only_outputs", []))
-    sizes = []
-    for i, shape in enumerate(as_shape_list(out)):
-        if i < len(names) and names[i] in skip:
-            sizes.append(0)
-            continue
-        count = shape_size(shape, batch_size)
-        if count is not None and shape and shape[0] is None and i < len(factors):
-            count *= factors[i] or 1
-        size = itemsizes[i] if i < len(itemsizes) and itemsizes[i] else element_bytes
-        sizes.append(None if count is None else count * size)
-    return sizes
+# What XLA does differently on GPUs before Ampere (compute capability < 8): its matrix
+# products go to cuBLAS, whose workspace (4 MiB) is in the step's plan while one runs, and
+# bfloat16 has no arithmetic there, so a mixed_bfloat16 step computes in float32 (measured on
+# a T4 target, except inside recurrences: docs/memory-model-v2.md).
+PRE_AMPERE_GEMM_WORKSPACE = 4 * 1024 * 1024
 
 
-def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Optional[int]:
-    """Bytes of all outputs of all calls of ``layer`` at ``batch_size``; None if unknown
-    (a layer with no known output, as after a layer memlint cannot follow, included)."""
-    if not layer.output_shapes or any(out is None for out in layer.output_shapes):
+def _capability(value) -> Optional[tuple]:
+    """``(major, minor)`` from "7.5", 7.5 or (7, 5); None when not given or not readable."""
+    if value is None:
         return None
-    total = 0
-    for out in layer.output_shapes:
-        for size in output_bytes(layer, out, batch_size, element_bytes):
-            if size is None:
-                return None
-            total += size
-    return total
-
-
-def inner_activation_bytes(layer, batch_size: int, element_bytes: int) -> int:
-    """Bytes of the tensors a layer keeps inside besides its output (attention scores, the
-    layers of a nested model)."""
-    return sum(_tensor_bytes(shape, batch_size, element_bytes) or 0
-               for shape in layer.inner_shapes)
-
-
-def _input_bytes(graph: ModelGraph, batch_size: int, element_bytes: int) -> int:
-    inputs = [layer for layer in graph.layers if layer.type == "Input"]  # ONNX: own dtypes
-    if inputs:
-        return sum(layer_activation_bytes(layer, batch_size, element_bytes) or 0
-                   for layer in inputs)
-    total = 0
-    for shape in graph.input_shapes:
-        total += _tensor_bytes(shape, batch_size, element_bytes) or 0
-    return total
-
-
-def _activations(graph: ModelGraph, batch_size: int, element_bytes: int, breakdown,
-                 skip=frozenset()) -> tuple:
-    """(sum of kept outputs, largest single output) over the model's layers; layers of a type
-    in ``skip`` (fused by the backend) keep no output of their own."""
-    kept, largest = 0, None
-    for layer in graph.layers:
-        size = layer_activation_bytes(layer, batch_size, element_bytes)
-        if size is None:
-            if layer.type not in INPUT_TYPES:
-                breakdown.unknown_activations.append(layer.name)
-            continue
-        if largest is None or size > largest[1]:
-            largest = (layer.name, size)
-        if layer.type not in VIEW_LAYERS and layer.type not in skip:
-            kept += size
-        kept += inner_activation_bytes(layer, batch_size, element_bytes)
-    return kept, largest
-
-
-def _inference_live_peak(graph: ModelGraph, batch_size: int, element_bytes: int) -> int:
-    """Largest sum of tensors alive at once when layers run in order and free dead inputs."""
-    last_use: dict = {}
-    for index, layer in enumerate(graph.layers):
-        for call in layer.inbound:
-            for producer in call:
-                last_use[producer[0]] = index
-    live: dict = {}
-    peak = 0
-    for index, layer in enumerate(graph.layers):
-        size = layer_activation_bytes(layer, batch_size, element_bytes) or 0
-        if layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and layer.inbound:
-            size = 0
-        live[layer.name] = size
-        peak = max(peak, sum(live.values()))
-        for name in [n for n, last in last_use.items() if last == index]:
-            live.pop(name, None)
-            last_use.pop(name)
-    return peak
-
-
-def _weight_bytes(graph: ModelGraph, default_bytes: int, trainable_only: bool) -> int:
-    """Bytes of the weights: each in its stored dtype where the source fixes one (ONNX),
-    otherwise at the policy's variable size."""
-    return sum(w.size * (w.itemsize or default_bytes) for layer in graph.layers
-               for w in layer.weights if w.trainable or not trainable_only)
+    if isinstance(value, (tuple, list)) and value:
+        return tuple(int(v) for v in value[:2])
+    try:
+        major, _, minor = str(value).partition(".")
+        return int(major), int(minor or 0)
+    except ValueError:
+        return None
 
 
 def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
-             profile=None) -> MemoryBreakdown:
+             profile=None, compute_capability=None) -> MemoryBreakdown:
     """The memory breakdown of ``graph`` under ``setup`` (the graph's own setup by default).
 
-    ``profile`` (:mod:`memlint.memory.profiles`) refines the v1 model for one backend; None
-    keeps v1 (TensorFlow graph mode without its allocator).
+    ``profile`` (:mod:`memlint.memory.profiles`) is the backend whose schedule the walk
+    follows; None (no backend stated) uses the TensorFlow graph-mode schedule without an
+    allocator model.  ``compute_capability`` ("7.5", (9, 0)) is the GPU's, when known: under
+    XLA a GPU before Ampere adds cuBLAS's workspace and computes bfloat16 in float32.
     """
+    from memlint.memory.profiles import DEFAULT
+    from memlint.memory.walk import KINDS, Walk
+
     setup = setup or graph.setup
-    if profile is not None:
-        from memlint.memory.profiles import estimate_with_profile
-        return estimate_with_profile(graph, setup, profile)
     batch = setup.batch_size or 1
     prec = precision(setup.dtype_policy)
+    schedule = profile or DEFAULT
+    if graph.kind == "ONNX" and setup.mode != "train":
+        return _onnx_inference(graph, setup, batch, profile)
+    workspace, upcast = 0, False
+    capability = _capability(compute_capability)
+    if schedule.sign == "xla" and capability is not None and capability[0] < 8:
+        workspace = PRE_AMPERE_GEMM_WORKSPACE
+        upcast = prec.policy == "mixed_bfloat16"
+    first = Walk(graph, setup, schedule, prec, batch, gemm_workspace=workspace,
+                 upcast_bfloat16=upcast).run()
+    second = Walk(graph, setup, schedule, prec, batch, stop_at=first.peak_index,
+                  gemm_workspace=workspace, upcast_bfloat16=upcast)
+    second.run()
+    alive = second.snapshot or []
+
     result = MemoryBreakdown(mode=setup.mode, batch_size=batch,
-                             batch_known=batch_is_known(setup))
-    parts = result.parts
+                             batch_known=batch_is_known(setup),
+                             profile=profile.name if profile is not None else None)
+    result.unknown_activations = first.unknown
+    result.timeline = first.timeline
+    result.curve = _frontier(first.curve)
+    result.per_sample_bytes, result.fixed_bytes = first.peak_linear
+    round_to = schedule.round_bytes
 
-    trainable = [w.shape for layer in graph.layers for w in layer.weights if w.trainable]
-    weight_bytes = _weight_bytes(graph, prec.variable_bytes, trainable_only=False)
-    parts.append(Part("weights", "weights", weight_bytes,
-                      f"{graph.params:,} parameters x {prec.variable_bytes} bytes"
-                      if weight_bytes == graph.params * prec.variable_bytes else
-                      f"{graph.params:,} parameters in their stored dtypes"))
+    by_kind: dict = {}
+    for buf, kind in alive:
+        by_kind[kind] = by_kind.get(kind, 0) + buf.at(batch, 0)
+    notes = _notes(setup, prec, schedule)
+    train = setup.mode == "train"
+    always = ["weights", "gradients", "optimizer", "saved", "live", "data", "targets"] \
+        if train else ["weights", "live", "data"]
+    for kind in list(KINDS):
+        if kind not in always and not by_kind.get(kind):
+            continue
+        name, category = KINDS[kind]
+        if not train and kind == "live":
+            name = "live activations"
+        result.parts.append(Part(name, category, by_kind.get(kind, 0), notes.get(kind, "")))
+    exact = sum(buf.at(batch, 0) for buf, _ in alive)
+    if first.peak > exact:
+        result.parts.append(Part("allocator rounding", "other", first.peak - exact,
+                                 f"each buffer rounded up to {round_to} B"))
 
-    input_bytes = _input_bytes(graph, batch, prec.compute_bytes)
-    activations, largest = _activations(graph, batch, prec.compute_bytes, result)
-    result.largest_activation = largest
-
-    if setup.mode == "train":
-        grad_bytes = _weight_bytes(graph, prec.variable_bytes, trainable_only=True)
-        parts.append(Part("gradients", "gradients", grad_bytes,
-                          "one gradient per trainable parameter"))
-        opt_bytes = optimizer_elements(setup.optimizer, trainable) * prec.variable_bytes
-        parts.append(Part("optimizer slots", "optimizer", opt_bytes,
-                          f"{setup.optimizer.name}: {slots_per_variable(setup.optimizer)} "
-                          "slot(s) per trainable parameter"))
-        parts.append(Part("saved activations", "activations", activations,
-                          "every layer output at the batch size is kept for the backward pass"
-                          " (reshape views excluded; attention scores and nested models' inner outputs included)"))
-        transient = largest[1] if largest else 0
-        parts.append(Part("input batch", "other", input_bytes, "model inputs at the batch size"))
-        parts.append(Part("backward transient", "other", transient,
-                          "gradient of the largest activation, alive during the backward pass"))
-        result.fixed_bytes = weight_bytes + grad_bytes + opt_bytes
-    elif graph.kind == "ONNX":
-        from memlint.frontends.onnx.liveness import inference_peak
-        live, node, _ = inference_peak(graph, batch)
-        parts.append(Part("live tensors", "activations", live,
-                          "largest set of tensors alive at once in the graph's execution order"
-                          f" (at node '{node}', graph inputs included), each freed after its "
-                          "last use; elementwise nodes reuse a dying input's buffer"))
-        result.fixed_bytes = weight_bytes
-    else:
-        live = _inference_live_peak(graph, batch, prec.compute_bytes)
-        parts.append(Part("live activations", "activations", live,
-                          "largest set of layer outputs alive at once, freed after last use"))
-        parts.append(Part("input batch", "other", input_bytes, "model inputs at the batch size"))
-        result.fixed_bytes = weight_bytes
-    result.per_sample_bytes = (result.peak - result.fixed_bytes) // batch if batch else 0
+    top = sorted(alive, key=lambda item: -item[0].at(batch, 0))[:PEAK_TENSORS]
+    result.peak_at = {
+        **second.result.peak_at, "bytes": result.peak,
+        "tensors": [{"name": b.label, "layer": b.layer, "kind": kind,
+                     "category": KINDS[kind][1], "bytes": b.at(batch, 0)} for b, kind in top]}
+    result.largest_activation = _largest_output(graph, batch, prec.compute_bytes)
     return result
+
+
+def _onnx_inference(graph: ModelGraph, setup: TrainingSetup, batch: int,
+                    profile) -> MemoryBreakdown:
+    """An exported graph's inference step: its tensors' liveness in the graph's order, each
+    in its own dtype, elementwise nodes reusing a dying input (:mod:`memlint.memory.liveness`),
+    the graph inputs included; the weights in their stored dtypes."""
+    from memlint.memory.liveness import inference_peak
+
+    prec = precision(setup.dtype_policy)
+    weights = sum(w.size * (w.itemsize or prec.variable_bytes)
+                  for layer in graph.layers for w in layer.weights)
+    result = MemoryBreakdown(mode=setup.mode, batch_size=batch,
+                             batch_known=batch_is_known(setup),
+                             profile=profile.name if profile is not None else None)
+    unknown: list = []
+    live, node, per_node = inference_peak(graph, batch, unknown)
+    _, _, at_one = inference_peak(graph, 1)
+    _, _, at_two = inference_peak(graph, 2)
+    result.parts = [
+        Part("weights", "weights", weights, f"{graph.params:,} parameters in their stored "
+             "dtypes"),
+        Part("live tensors", "activations", live,
+             "largest set of tensors alive at once in the graph's execution order"
+             f" (at node '{node}', graph inputs included), each freed after its last use; "
+             "elementwise nodes reuse a dying input's buffer")]
+    result.timeline = [{"phase": "forward", "layer": name, "bytes": weights + size}
+                       for name, size in per_node]
+    curve = [(two - one, weights + 2 * one - two) for (_, one), (_, two)
+             in zip(at_one, at_two)] or [(0, weights)]
+    result.curve = _frontier(curve)
+    peak_index = max(range(len(per_node)), key=lambda i: per_node[i][1]) if per_node else -1
+    if peak_index >= 0:
+        result.per_sample_bytes = curve[peak_index][0]
+    result.fixed_bytes = result.peak - result.per_sample_bytes * batch
+    result.peak_at = {"phase": "forward", "layer": node, "bytes": result.peak, "tensors": []}
+    result.unknown_activations = [
+        layer.name for layer in graph.layers if layer.type not in INPUT_TYPES
+        and layer_activation_bytes(layer, batch, prec.compute_bytes) is None]
+    return result
+
+
+def _largest_output(graph: ModelGraph, batch: int, element_bytes: int) -> Optional[tuple]:
+    largest = None
+    for layer in graph.layers:
+        size = layer_activation_bytes(layer, batch, element_bytes)
+        if size is not None and (largest is None or size > largest[1]):
+            largest = (layer.name, size)
+    return largest
+
+
+def _frontier(curve: list) -> list:
+    """The moments no other moment dominates (more per sample and more fixed bytes): enough
+    to find the largest batch that fits."""
+    best: dict = {}
+    for a, c in curve:
+        if c > best.get(a, -1):
+            best[a] = c
+    out, top = [], -1
+    for a in sorted(best, reverse=True):
+        if best[a] > top:
+            out.append([a, best[a]])
+            top = best[a]
+    return out
 
 
 def batch_is_known(setup: TrainingSetup) -> bool:
@@ -249,12 +270,24 @@ def batch_is_known(setup: TrainingSetup) -> bool:
 def max_batch_size(breakdown: MemoryBreakdown, usable_bytes: int) -> int:
     """Largest batch size whose estimated peak fits in ``usable_bytes`` (0 if none does).
 
-    Every batch-dependent part in the model is linear in the batch size, so the answer is
-    the room left after the fixed part divided by the bytes one sample adds.
+    Each moment of the walk is linear in the batch size (bytes per sample x batch + fixed
+    bytes), so the peak is their maximum and the answer is exact: the smallest, over the
+    moments, of the room each leaves divided by its bytes per sample.  The allocator's
+    rounding is counted at its most, so the answer never over-claims; the batch the estimate
+    was made at counts when its peak fits.
     """
-    room = usable_bytes - breakdown.fixed_bytes
-    if room <= 0:
-        return 0
-    if breakdown.per_sample_bytes <= 0:
-        return 1 << 31
-    return room // breakdown.per_sample_bytes
+    curve = breakdown.curve or [[breakdown.per_sample_bytes, breakdown.fixed_bytes]]
+    best = None
+    for per_sample, fixed in curve:
+        room = usable_bytes - fixed
+        if room < 0 or (room == 0 and per_sample > 0):
+            best = 0
+            break
+        if per_sample > 0:
+            fits = room // per_sample
+            best = fits if best is None else min(best, fits)
+    if best is None:
+        best = 1 << 31
+    if breakdown.batch_known and breakdown.curve and 0 < breakdown.peak <= usable_bytes:
+        best = max(best, breakdown.batch_size)
+    return best

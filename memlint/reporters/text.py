@@ -96,6 +96,7 @@ def model_report(graph, breakdown, budget) -> list:
         notes = "; ".join(f"{p.name}: {p.note}" for p in parts if p.note)
         lines.append(f"  {category:<12}{format_bytes(breakdown.category(category)):>11}   {notes}")
     lines.append(f"  {'peak':<12}{format_bytes(breakdown.peak):>11}")
+    lines += timeline_lines(breakdown)
     opts = ", ".join(f"{k}={v}" for k, v in setup.optimizer.options.items())
     lines += [
         "",
@@ -173,12 +174,53 @@ def verdict_text(result) -> str:
     return "; ".join([head, *why])
 
 
+_PHASES = {"forward": "forward", "backward": "backward", "update": "update"}
+_KIND_NAMES = {"saved": "kept for backward", "live": "live", "grad": "activation gradient",
+               "gradients": "weight gradients", "weights": "weights", "optimizer": "slots",
+               "data": "input", "targets": "targets", "scratch": "backward scratch",
+               "casts": "16-bit weights"}
+
+
+def timeline_lines(breakdown) -> list:
+    """Memory over the step, one line per phase (where it starts, its largest moment and
+    where it ends), then the peak's place and the largest tensors alive there."""
+    timeline = getattr(breakdown, "timeline", None) or []
+    if not timeline:
+        return []
+    lines = ["", "Memory over the step (the walk):"]
+    for phase in _PHASES:
+        moments = [m for m in timeline if m["phase"] == phase]
+        if not moments:
+            continue
+        top = max(moments, key=lambda m: m["bytes"])
+        if phase == "update":
+            lines.append(f"  {phase:<10}{format_bytes(top['bytes']):>11}")
+            continue
+        where = "" if top["layer"] in ("loss", "end") else f" at {top['layer']}"
+        lines.append(f"  {phase:<10}{format_bytes(moments[0]['bytes']):>11} -> "
+                     f"{format_bytes(moments[-1]['bytes'])}, largest "
+                     f"{format_bytes(top['bytes'])}{where}")
+    at = getattr(breakdown, "peak_at", None) or {}
+    if at.get("phase"):
+        layer = at.get("layer")
+        place = {"loss": "at the loss, as the backward pass starts",
+                 "end": "at the end of the forward pass",
+                 "optimizer": "during the update"}.get(layer)
+        if place is None:
+            place = f"in the {at['phase']} pass of {layer}"
+        lines.append(f"  peak is {place}; largest tensors alive there:")
+        for tensor in at.get("tensors", []):
+            kind = _KIND_NAMES.get(tensor.get("kind"), tensor.get("kind", ""))
+            lines.append(f"    {format_bytes(tensor['bytes']):>11}  {tensor['name']} ({kind})")
+    return lines
+
+
 def profile_line(setup, breakdown) -> str:
     """Which memory profile was used and why (the backend and where it came from)."""
     backend = getattr(setup, "backend", None)
     profile = getattr(breakdown, "profile", None)
     if profile is None:
-        return f"v1 (TensorFlow graph mode, no allocator model; backend " \
+        return f"default (TensorFlow graph-mode schedule, no allocator model; backend " \
                f"{getattr(setup, 'backend_source', 'not stated in the code')})"
     jit = " with jit_compile=True" if backend == "tf" and profile == "xla" else ""
     return f"{profile} (backend {backend}{jit}: {setup.backend_source})"
@@ -186,7 +228,7 @@ def profile_line(setup, breakdown) -> str:
 
 def _live_by_node(graph, batch_size: int) -> dict:
     """Bytes of tensors alive once each node of an ONNX graph has run (inference)."""
-    from memlint.frontends.onnx.liveness import inference_peak
+    from memlint.memory.liveness import inference_peak
     return dict(inference_peak(graph, batch_size)[2])
 
 

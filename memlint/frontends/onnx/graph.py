@@ -11,7 +11,7 @@ shape, finds the parameters, and builds the IR the memory model and the rules re
 * shapes put the batch first as ``None`` where the model's batch dimension is symbolic.  A
   leading dimension that is ``k`` times the batch (``[batch * heads, ...]``) is ``k * batch``
   when ``batch_size`` is given; without it the shape has None and ``batch_factors`` says
-  ``k``, so sizes scale by ``k`` (:func:`~memlint.frontends.onnx.liveness.inference_peak`
+  ``k``, so sizes scale by ``k`` (:func:`~memlint.memory.liveness.inference_peak`
   honours it).
 """
 

@@ -9,20 +9,9 @@ import math
 from memlint.frontends.onnx.dims import (BOOL, INT64, axis, broadcast, divide, is_int,
                                          is_known_dim, prod)
 from memlint.frontends.onnx.registry import op
+# The elementwise operator kinds are listed once, where the memory model reads them too.
+from memlint.memory.liveness import BINARY, COMPARE, UNARY
 
-UNARY = (
-    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf", "Softplus",
-    "Softsign", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Gelu",
-    "FastGelu", "QuickGelu", "Mish", "ThresholdedRelu", "Shrink", "Clip", "Floor", "Ceil",
-    "Round", "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
-    "Acosh", "Atanh", "Sign", "Not", "BitwiseNot", "Identity", "Swish", "CumSum",
-    "ReverseSequence", "Trilu", "Bernoulli", "PRelu",
-)
-BINARY = (
-    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod", "BitShift",
-    "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-)
-COMPARE = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor")
 
 
 @op(*UNARY)

@@ -1,5 +1,8 @@
 """Inference activation peak of an ONNX graph from tensor liveness.
 
+Part of the memory model (it reads only the IR); the ONNX frontend re-exports
+:func:`inference_peak`.
+
 The layers of an ONNX :class:`~memlint.ir.ModelGraph` run in their (topological) order.  Each
 tensor is allocated when its node runs and freed after its last consumer (graph outputs stay
 to the end).  Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference Dropout) share
@@ -14,8 +17,24 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
-from memlint.frontends.onnx.infer_tensor import BINARY, COMPARE, UNARY
-from memlint.memory.estimate import output_bytes
+from memlint.memory.tensors import output_bytes
+
+# The ONNX operators that compute one element of their output from the same element of their
+# inputs.  The ONNX frontend's unary, binary and comparison shape rules are registered for
+# these same lists (the memory model must not import a frontend, so they live here).
+UNARY = (
+    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf", "Softplus",
+    "Softsign", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Gelu",
+    "FastGelu", "QuickGelu", "Mish", "ThresholdedRelu", "Shrink", "Clip", "Floor", "Ceil",
+    "Round", "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+    "Acosh", "Atanh", "Sign", "Not", "BitwiseNot", "Identity", "Swish", "CumSum",
+    "ReverseSequence", "Trilu", "Bernoulli", "PRelu",
+)
+BINARY = (
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod", "BitShift",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+)
+COMPARE = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor")
 
 VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 IN_PLACE = frozenset(UNARY) | frozenset(BINARY) | frozenset(COMPARE) | frozenset(

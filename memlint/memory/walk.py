@@ -1,0 +1,777 @@
+"""Memory model v2: one training (or inference) step walked tensor by tensor.
+
+The walk replays what a backend does with memory during one step, in execution order:
+
+* **state** (alive all step): the variables, the optimizer's slots, the input batch and the
+  targets (step arguments under XLA, device tensors elsewhere);
+* **forward**: each layer call allocates its outputs (a reshape is a view of its input; an
+  element-wise layer writes over a dying input where the profile allows it) and the buffers
+  its backward needs that are not tensors of the model (masks, statistics, gates, attention
+  probabilities: :meth:`memlint.layers.base.LayerKind.saved`); an input dies after its last
+  consumer unless a layer keeps it for backward.  Under a mixed policy each weight is cast
+  to the compute dtype for the call;
+* **backward**, in reverse: the loss gradient first, then per call the weight gradients
+  (and any scratch its backward needs), then the gradients of its inputs; each call's saved
+  tensors are released when its backward is done, each activation gradient when the call
+  that produced the activation is done with it.  Layers that do not train and have nothing
+  trainable before them save nothing and run no backward (a frozen backbone at the bottom);
+* **update**: the profile decides whether the weight gradients were consumed by the update as
+  they were produced (XLA) or all wait for it (TensorFlow graph mode, PyTorch's ``.grad``).
+
+Each buffer's size is ``per_sample * batch + fixed`` bytes, so every moment of the walk is a
+linear function of the batch size and the peak is the largest of them: piecewise linear, which
+makes the largest batch that fits exact (:attr:`WalkResult.curve`).  Nothing here imports a
+frontend; the layer registry supplies what each kind keeps.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Optional
+
+from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
+from memlint.layers.base import REGISTRY, Saved
+from memlint.memory.dtypes import Precision
+from memlint.memory.optimizers import optimizer_elements
+from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
+
+# Layer types XLA fuses into the kernel that reads them: their output is not kept in memory
+# unless something saves it, so a ReLU after them keeps a one-byte mask, not its input.
+_FUSIBLE = frozenset({
+    "BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization",
+    "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Rescaling",
+    "Normalization",
+})
+
+# What a buffer is, for the breakdown's parts (name, JSON category) and the reports.
+KINDS = {
+    "weights": ("weights", "weights"),
+    "optimizer": ("optimizer slots", "optimizer"),
+    "gradients": ("weight gradients", "gradients"),
+    "saved": ("saved activations", "activations"),
+    "live": ("live activations", "activations"),
+    "data": ("input batch", "other"),
+    "targets": ("targets", "other"),
+    "grad": ("activation gradients", "other"),
+    "scratch": ("backward scratch", "other"),
+    "casts": ("16-bit weight copies", "other"),
+    "relayouts": ("kernels in cuDNN's layout", "other"),
+}
+
+
+@dataclass
+class Buffer:
+    """One allocation: ``per_sample * batch + fixed`` bytes."""
+
+    per_sample: int
+    fixed: int
+    kind: str  # a key of KINDS
+    label: str
+    layer: str = ""
+    refs: int = 0
+    holds: int = 0  # how many layers keep it for their backward
+
+    def at(self, batch: int, round_to: int = 0) -> int:
+        size = self.per_sample * batch + self.fixed
+        if round_to > 1 and size > 0:
+            size = -(-size // round_to) * round_to
+        return size
+
+
+@dataclass
+class _Tensor:
+    buf: Buffer
+    uses: int = 0  # forward consumers still to run
+    holds: int = 0
+    output: bool = False  # a model output: alive until the loss
+    requires_grad: bool = False
+    grad: Optional[Buffer] = None
+    materialized: bool = True  # XLA: written by its own kernel (not fused away)
+    freed: bool = False
+    producer: str = ""  # the type of the layer that made it
+    shape: Optional[tuple] = None  # batch first
+
+
+@dataclass
+class WalkResult:
+    """What the walk found: the peak at the batch size, where it is, what is alive there,
+    the memory over the step, and every moment as (bytes per sample, fixed bytes)."""
+
+    peak: int = 0
+    peak_index: int = -1
+    peak_at: dict = field(default_factory=dict)  # phase, layer, bytes, tensors
+    parts: dict = field(default_factory=dict)  # kind -> bytes at the peak
+    notes: dict = field(default_factory=dict)  # kind -> note for the part
+    timeline: list = field(default_factory=list)  # {"phase", "layer", "bytes"}
+    curve: list = field(default_factory=list)  # [per_sample, fixed upper bound] per moment
+    peak_linear: tuple = (0, 0)  # (per_sample, fixed) of the peak moment
+    unknown: list = field(default_factory=list)  # layers whose sizes are unknown
+
+
+class Walk:
+    """One step of ``graph`` under ``setup`` and ``profile`` (see the module docstring).
+
+    ``stop_at``: the index of the moment to take a snapshot of (the peak, found by a first
+    run); the snapshot lists the buffers alive there."""
+
+    def __init__(self, graph: ModelGraph, setup: TrainingSetup, profile, prec: Precision,
+                 batch: int, stop_at: Optional[int] = None, gemm_workspace: int = 0,
+                 upcast_bfloat16: bool = False):
+        self.gemm_workspace = gemm_workspace
+        # bfloat16 where the GPU has no bfloat16 arithmetic (before Ampere): convolutions
+        # and matrix products run, and write, in float32; a recurrence's loop keeps bfloat16
+        self.upcast = upcast_bfloat16
+        self.compute_bytes = prec.compute_bytes
+        options = setup.optimizer.options or {}
+        self.plain_sgd = setup.optimizer.name == "sgd" and not options.get("momentum") \
+            and not options.get("use_ema")
+        self.graph = graph
+        self.setup = setup
+        self.profile = profile
+        self.prec = prec
+        self.batch = batch
+        self.train = setup.mode == "train"
+        self.round = profile.round_bytes
+        self.stop_at = stop_at
+        self.live: dict = {}  # id(buffer) -> buffer
+        self.value = 0  # bytes alive at the batch size (rounded)
+        self.linear = [0, 0, 0]  # per-sample, fixed, buffers alive
+        self.result = WalkResult()
+        self.snapshot: Optional[list] = None
+        self.events = 0
+        self.unknown: list = []
+        self.tensors: dict = {}
+        self.data: list = []
+        self.pending: dict = {}
+        self.trainable_seen = False
+        self.kept_grads: list = []
+        self.weight_grads: dict = {}
+        self.calls_left: dict = {}
+
+    # ------------------------------------------------------------------ buffers
+
+    def alloc(self, per_sample: int, fixed: int, kind: str, label: str, layer: str = "",
+              refs: int = 1) -> Buffer:
+        buf = Buffer(per_sample, fixed, kind, label, layer, refs=refs)
+        if per_sample or fixed:
+            self.live[id(buf)] = buf
+            self.value += buf.at(self.batch, self.round)
+            self.linear[0] += per_sample
+            self.linear[1] += fixed
+            self.linear[2] += 1
+        return buf
+
+    @staticmethod
+    def ref(buf: Optional[Buffer]) -> None:
+        if buf is not None:
+            buf.refs += 1
+
+    def release(self, buf: Optional[Buffer]) -> None:
+        if buf is None or buf.refs <= 0:
+            return
+        buf.refs -= 1
+        if buf.refs == 0 and id(buf) in self.live:
+            del self.live[id(buf)]
+            self.value -= buf.at(self.batch, self.round)
+            self.linear[0] -= buf.per_sample
+            self.linear[1] -= buf.fixed
+            self.linear[2] -= 1
+
+    def event(self, phase: str, layer: str) -> None:
+        index = self.events
+        self.events += 1
+        a, c, n = self.linear
+        slack = n * (self.round - 1) if self.round > 1 else 0
+        self.result.curve.append((a, c + slack))
+        self.result.timeline.append({"phase": phase, "layer": layer, "bytes": self.value})
+        if self.value > self.result.peak or self.result.peak_index < 0:
+            self.result.peak = self.value
+            self.result.peak_index = index
+            self.result.peak_linear = (a, self.value - a * self.batch)
+        if self.stop_at == index:
+            self.snapshot = [(buf, "saved" if buf.kind == "live" and buf.holds > 0
+                              else buf.kind) for buf in self.live.values()]
+            self.result.peak_at = {"phase": phase, "layer": layer}
+
+    # ------------------------------------------------------------------ sizes
+
+    @staticmethod
+    def sizes(layer, out, element_bytes: int) -> list:
+        """(per sample, fixed) bytes of each tensor of one call's output (None if unknown)."""
+        one = output_bytes(layer, out, 1, element_bytes)
+        two = output_bytes(layer, out, 2, element_bytes)
+        return [None if x is None or y is None else (y - x, 2 * x - y)
+                for x, y in zip(one, two)]
+
+    @staticmethod
+    def shape_size(shape, item: int, per_batch: bool = True) -> Optional[tuple]:
+        """(per sample, fixed) bytes of a tensor of ``shape`` (batch first when
+        ``per_batch``); None when a dimension is unknown."""
+        if shape is None:
+            return None
+        dims = list(shape)
+        batched = per_batch and bool(dims) and dims[0] is None
+        rest = dims[1:] if batched else dims
+        if any(not isinstance(d, int) for d in rest):
+            return None
+        n = 1
+        for d in rest:
+            n *= d
+        return (n * item, 0) if batched else (0, n * item)
+
+    def item(self, dtype: str) -> int:
+        return {"compute": self.compute_bytes, "float32": 4,
+                "variable": self.prec.variable_bytes, "bool": 1,
+                "int32": 4}.get(dtype, self.prec.compute_bytes)
+
+    # ------------------------------------------------------------------ the step
+
+    def run(self) -> WalkResult:
+        graph, prec = self.graph, self.prec
+        layers = graph.layers
+        self.by_name = {layer.name: i for i, layer in enumerate(layers)}
+        order = _order(layers, self.by_name)
+
+        # the state: variables, slots, the batch (and, for training, the targets)
+        weights = sum(w.size * (w.itemsize or prec.variable_bytes)
+                      for layer in layers for w in layer.weights)
+        self.alloc(0, weights, "weights", "variables")
+        trainable = [w.shape for layer in layers for w in layer.weights if w.trainable]
+        if self.train:
+            slots = optimizer_elements(self.setup.optimizer, trainable) * prec.variable_bytes
+            self.alloc(0, slots, "optimizer", f"{self.setup.optimizer.name} slots")
+        if not any(layer.type in INPUT_TYPES for layer in layers):  # else the inputs are nodes
+            for i, shape in enumerate(graph.input_shapes):
+                size = self.shape_size(shape, prec.variable_bytes) or (0, 0)
+                self.data.append(_Tensor(self.alloc(*size, "data", f"input {i + 1}"),
+                                         shape=tuple(shape) if shape else None))
+
+        inputs_of = {(li, ci): self.call_inputs(layers[li], ci) for li, ci in order}
+        for keys in inputs_of.values():
+            for key in keys:
+                self.pending[key] = self.pending.get(key, 0) + 1
+        for li, ci in order:
+            layer = layers[li]
+            if ci < len(layer.inbound) or ci < len(layer.output_shapes) or ci == 0:
+                self.calls_left[li] = self.calls_left.get(li, 0) + 1
+
+        if self.train:  # the targets are step arguments too, shaped like the outputs
+            size = self.targets(layers, order)
+            self.alloc(*size, "targets", "targets")
+        calls = [self.forward(layers[li], li, ci, inputs_of[(li, ci)]) for li, ci in order]
+        if self.train:
+            outputs = [t for t in self.tensors.values() if t.output]
+            for t in outputs:
+                if t.requires_grad:
+                    t.grad = self.alloc(t.buf.per_sample, t.buf.fixed, "grad",
+                                        "loss gradient", t.buf.layer)
+            self.event("backward", "loss")
+            for t in outputs:
+                t.output = False
+                self.maybe_free(t)
+            for record in reversed(calls):
+                if record is not None:
+                    self.backward(record)
+            self.event("update", "optimizer")
+        else:
+            self.event("forward", "end")
+        self.result.unknown = list(dict.fromkeys(self.unknown))
+        return self.result
+
+    def targets(self, layers: list, order: list) -> tuple:
+        """(per sample, fixed) bytes of the targets: one per model output (an output no
+        layer reads), of its shape, in the variables' dtype (the batch's)."""
+        per = fixed = 0
+        for li, ci in order:
+            layer = layers[li]
+            if layer.type in INPUT_TYPES or ci >= len(layer.output_shapes):
+                continue
+            sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
+            for k, size in enumerate(sizes):
+                if size is not None and not self.pending.get((li, ci, k)):
+                    per, fixed = per + size[0], fixed + size[1]
+        return per, fixed
+
+    # ------------------------------------------------------------------ forward
+
+    def call_inputs(self, layer, ci: int) -> list:
+        """What a call reads: (layer index, call, output) keys, ("data", i) for the model's
+        inputs, or ("external", name, call, output) for an operation outside the layers."""
+        if layer.type in INPUT_TYPES:
+            return []
+        inbound = layer.inbound[ci] if ci < len(layer.inbound) else []
+        li = self.by_name.get(layer.name, 0)
+        if not inbound and li > 0 and self.graph.kind == "Sequential" \
+                and self.graph.layers[li - 1].type not in INPUT_TYPES:
+            return [(li - 1, 0, 0)]  # a Sequential graph without wiring: the layer before
+        if not inbound:  # the first layer of a Sequential model reads the batch
+            shapes = as_shape_list(layer.input_shapes[ci]) if ci < len(layer.input_shapes) \
+                else []
+            return [("data", i) for i in range(min(len(self.data), max(len(shapes), 1)))]
+        out = []
+        for name, call, index in inbound:
+            li = self.by_name.get(name)
+            out.append(("external", name, call, index) if li is None else (li, call, index))
+        return out
+
+    def tensor(self, key, layer, ci: int, position: int) -> Optional[_Tensor]:
+        if key[0] == "data":
+            return self.data[key[1]] if key[1] < len(self.data) else None
+        found = self.tensors.get(key)
+        if found is not None or key[0] != "external":
+            return found
+        # an operation outside the layer list (keras.ops in a functional model): a tensor of
+        # the consumer's input shape, alive until its last consumer
+        shapes = as_shape_list(layer.input_shapes[ci]) if ci < len(layer.input_shapes) else []
+        shape = shapes[position] if position < len(shapes) else None
+        size = self.shape_size(shape, self.prec.compute_bytes) or (0, 0)
+        buf = self.alloc(*size, "live", f"{key[1]} output", key[1])
+        t = _Tensor(buf, uses=self.pending.get(key, 0),
+                    requires_grad=self.train and self.trainable_seen,
+                    shape=tuple(shape) if shape else None)
+        self.tensors[key] = t
+        return t
+
+    def forward(self, layer, li: int, ci: int, input_keys: list):
+        prec = self.prec
+        kind = REGISTRY.get(layer.type)
+        ins = [self.tensor(k, layer, ci, p) for p, k in enumerate(input_keys)]
+        ins = [t for t in ins if t is not None]
+        trains = self.train and any(w.trainable for w in layer.weights)
+        needs_dx = self.train and any(t.requires_grad for t in ins)
+        requires_grad = trains or needs_dx
+        self.trainable_seen = self.trainable_seen or trains
+        out_shape = layer.output_shapes[ci] if ci < len(layer.output_shapes) else None
+        in_shape = self.input_shape(layer, ci, ins)
+        self.compute_bytes = prec.compute_bytes
+        if self.upcast and not (kind is not None and kind.family in (
+                "rnn", "convolutional_recurrent")):
+            self.compute_bytes = 4
+        element = prec.variable_bytes if layer.type == "InputLayer" else self.compute_bytes
+        sizes = self.sizes(layer, out_shape, element) if out_shape is not None else []
+        if layer.type not in INPUT_TYPES and (out_shape is None or None in sizes):
+            self.unknown.append(layer.name)
+
+        # what its backward keeps, resolved against the profile
+        specs = []
+        if requires_grad:
+            for s in self.saved_list(layer, kind, in_shape, out_shape, len(ins)):
+                if not _needed(s, trains, needs_dx):
+                    continue
+                if s.what == "sign":
+                    s = self.resolve_sign(ins, out_shape)
+                elif s.what == "sign preactivation" and self.profile.sign != "xla":
+                    s = Saved("output", needed_for=s.needed_for)
+                specs.append(s)
+        kept_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"}
+        kept_names = {s.what for s in specs if s.when == "saved"}
+        scratch = []
+        if kind is not None and out_shape is not None and in_shape is not None:
+            for s in self.forward_scratch(layer, kind, in_shape, out_shape):
+                if s.what in kept_names:
+                    continue
+                size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
+                if size:
+                    scratch.append(self.alloc(size[0] * s.count, size[1] * s.count, "live",
+                                              f"{layer.name} {s.what}", layer.name))
+
+        # weights cast to the compute dtype for the call (mixed precision)
+        casts = None
+        if prec.policy.startswith("mixed_") and layer.weights and layer.type not in _NO_CAST:
+            size = sum(w.size for w in layer.weights if w.itemsize is None) * prec.compute_bytes
+            if size:
+                casts = self.alloc(0, size, "casts", f"{layer.name} weights in "
+                                   f"{prec.policy[len('mixed_'):]}", layer.name)
+
+        # the outputs: a view shares its input's buffer; an element-wise layer may write
+        # over an input that dies here
+        view = layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and bool(ins)
+        reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes)
+        outputs = []
+        for k, size in enumerate(sizes):
+            if layer.type in INPUT_TYPES:
+                t = _Tensor(self.alloc(*(size or (0, 0)), "data", f"{layer.name}",
+                                       layer.name))
+                self.data.append(t)
+            elif reuse is not None and k == 0:
+                self.ref(reuse.buf)
+                t = _Tensor(reuse.buf, materialized=reuse.materialized)
+            else:
+                label = f"{layer.name} output" + (f" {k}" if len(sizes) > 1 else "")
+                t = _Tensor(self.alloc(*(size or (0, 0)), "live", label, layer.name),
+                            materialized=not (self.profile.sign == "xla" and (
+                                layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
+            t.requires_grad = requires_grad
+            t.producer = layer.type
+            shapes = as_shape_list(out_shape)
+            t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
+            t.uses = self.pending.get((li, ci, k), 0)
+            t.output = t.uses == 0 and layer.type not in INPUT_TYPES
+            self.tensors[(li, ci, k)] = t
+            outputs.append(t)
+
+        call = _Call(layer, ins, outputs, trains, needs_dx,
+                     passthrough=view or layer.type in _PASSTHROUGH or bool(
+                         kind is not None and kind.elementwise
+                         and self.profile.inplace_elementwise))
+        for s in specs:
+            if s.when == "backward":
+                call.scratch.append(s)
+                continue
+            if s.when == "forward":
+                continue
+            if s.what in ("input", "output"):
+                pool = ins if s.what == "input" else outputs
+                if s.index < len(pool):
+                    t = pool[s.index]
+                    t.holds += 1
+                    t.buf.holds += 1
+                    call.holds.append((t, s.needed_for == "weights"))
+                continue
+            size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
+            if size is None:
+                continue
+            what = s.what.replace("sign preactivation", "preactivation")
+            buf = self.alloc(size[0] * s.count, size[1] * s.count, "saved",
+                             f"{layer.name} {what.replace('preactivation', 'pre-activation')}",
+                             layer.name)
+            buf.holds = 1
+            call.holds.append((buf, s.needed_for == "weights"))
+        relayout = self.relayout(layer, kind)
+        if relayout is not None and casts is not None:
+            self.release(casts)  # the relayout is the 16-bit copy
+            casts = None
+        if casts is not None and needs_dx:
+            casts.holds = 1
+            call.holds.append((casts, False))
+            casts = None
+        workspace = self.workspace(layer)
+        kept_inside = any(isinstance(item, Buffer) and item.label.endswith("inner tensor")
+                          for item, _ in call.holds)
+        inside = None if kept_inside else self.inner_forward(layer, kind, ins, outputs)
+        self.event("forward", layer.name)
+        self.release(workspace)
+        self.release(inside)
+        self.release(relayout)
+        for buf in scratch:
+            self.release(buf)
+        self.release(casts)
+        for t in ins:
+            t.uses -= 1
+            self.maybe_free(t)
+        for t in outputs:
+            self.maybe_free(t)
+        return call if requires_grad else None
+
+    @staticmethod
+    def forward_scratch(layer, kind, in_shape, out_shape) -> list:
+        try:
+            return [s for s in kind.saved(layer.config, in_shape, out_shape)
+                    if s.when == "forward"]
+        except Exception:  # noqa: BLE001 - saved_list reports the same kind's trouble
+            return []
+
+    def input_shape(self, layer, ci: int, ins: list):
+        """The call's input shape(s) as its producers made them (a model sized by its data
+        carries the fed sizes on its outputs), else as the layer recorded them."""
+        recorded = layer.input_shapes[ci] if ci < len(layer.input_shapes) else None
+        if isinstance(recorded, list):
+            shapes = [t.shape for t in ins]
+            if len(shapes) == len(recorded) and all(s is not None for s in shapes):
+                return shapes
+            return recorded
+        if len(ins) == 1 and ins[0].shape is not None and (
+                recorded is None or len(ins[0].shape) == len(recorded)):
+            return ins[0].shape
+        return recorded
+
+    def dying_input(self, layer, kind, ins, kept_inputs, sizes) -> Optional[_Tensor]:
+        """The input an element-wise layer writes its output over: one of the same size
+        that dies here (no later reader, kept by nobody).  XLA does it for normalisations and
+        sums too (their fusions write over a dying operand)."""
+        if not self.profile.inplace_elementwise or len(sizes) != 1 or sizes[0] is None:
+            return None
+        elementwise = kind is not None and kind.elementwise
+        if not elementwise and not (self.profile.sign == "xla" and layer.type in _FUSIBLE):
+            return None
+        for i, t in enumerate(ins):
+            if (t.uses == 1 and t.holds == 0 and i not in kept_inputs and not t.output
+                    and t not in self.data and ins.count(t) == 1
+                    and (t.buf.per_sample, t.buf.fixed) == sizes[0]):
+                return t
+        return None
+
+    def saved_list(self, layer, kind, in_shape, out_shape, n_inputs: int) -> list:
+        """What a call keeps: the registry kind's declaration; for a model used as a layer,
+        a layer class of the file or an ONNX node, its input when it has weights and the
+        tensors it makes inside (or its output when it makes none that are known)."""
+        if kind is not None and out_shape is not None and in_shape is not None:
+            try:
+                return list(kind.saved(layer.config, in_shape, out_shape))
+            except Exception:  # noqa: BLE001 - a kind that cannot say keeps its input
+                return [Saved("input")]
+        if layer.type in INPUT_TYPES or layer.type in VIEW_LAYERS:
+            return []
+        out = [Saved("input", index=i, needed_for="weights") for i in range(n_inputs)] \
+            if layer.weights else []
+        inner = self.inner_shapes(layer)
+        if inner:
+            out += [Saved("inner tensor", tuple(s)) for s in inner if isinstance(s, tuple)]
+        elif self.graph.kind == "ONNX" or not layer.weights:
+            out.append(Saved("output", needed_for="inputs"))
+        return out
+
+    def resolve_sign(self, ins, out_shape) -> Saved:
+        """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
+        wrote it (a convolution or matmul output), else a one-byte mask; TensorFlow and
+        PyTorch keep its output."""
+        if self.profile.sign == "xla":
+            if ins and ins[0].materialized and ins[0] not in self.data:
+                return Saved("input", needed_for="inputs")
+            shape = tuple(out_shape) if isinstance(out_shape, tuple) else ()
+            return Saved("mask", shape, "bool", needed_for="inputs")
+        return Saved("output", needed_for="inputs")
+
+    def maybe_free(self, t: _Tensor) -> None:
+        if t.uses <= 0 and t.holds <= 0 and not t.output and t not in self.data \
+                and not t.freed:
+            t.freed = True
+            self.release(t.buf)
+
+    # ------------------------------------------------------------------ backward
+
+    def backward(self, call: "_Call") -> None:
+        layer = call.layer
+        name = layer.name
+        li = self.by_name[name]
+        self.calls_left[li] = self.calls_left.get(li, 1) - 1
+        last = self.calls_left[li] <= 0
+        if call.outputs and not any(t.grad is not None for t in call.outputs):
+            self.finish_call(call)  # nothing reached this call's outputs
+            return
+        scratch = []
+        for s in call.scratch:
+            size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
+            count = s.count
+            if self.gemm_workspace and s.what == "score gradients":
+                count *= 2  # cuBLAS cannot fuse the softmax's backward: twice as many
+            if size:
+                scratch.append(self.alloc(size[0] * count, size[1] * count, "scratch",
+                                          f"{name} {s.what}", name))
+        if call.trains and name not in self.weight_grads:
+            size = sum(w.size * (w.itemsize or self.prec.variable_bytes)
+                       for w in layer.weights if w.trainable)
+            keep = self.profile.weight_gradients == "kept" or self.keep_all_grads()
+            if keep and self.keep_all_grads() and self.profile.weight_gradients != "kept":
+                # loss scaling: the scaled gradients wait, in the compute dtype, for the
+                # check that all of them are finite
+                size = size * self.prec.compute_bytes // self.prec.variable_bytes
+            elif not keep:
+                size *= self.gradient_copies(layer)
+            grads = self.alloc(0, size, "gradients", f"{name} weight gradients", name)
+            self.weight_grads[name] = grads
+            if keep:
+                self.kept_grads.append(grads)
+        workspace = self.workspace(layer)
+        relayout = self.relayout(layer, REGISTRY.get(layer.type))
+        self.event("backward", name)
+        self.release(relayout)
+        grads = self.weight_grads.get(name)
+        if grads is not None and last and grads not in self.kept_grads:
+            self.release(grads)  # consumed by the update
+        for entry in [h for h in call.holds if h[1]]:  # only the weight gradient needed it
+            self.unhold(entry[0])
+        call.holds = [h for h in call.holds if not h[1]]
+        dy = next((t.grad for t in call.outputs if t.grad is not None), None)
+        made = False
+        for t in call.inputs:
+            if not t.requires_grad or t in self.data or t.grad is not None:
+                continue  # no gradient wanted, or accumulated into the one there is
+            if call.passthrough and dy is not None:
+                t.grad = dy
+                self.ref(dy)
+                continue
+            if self.profile.sign == "xla" and layer.type in _BROADCAST_BACKWARD \
+                    and t.producer == "Embedding":
+                # a broadcast XLA fuses into the embedding's scatter: never materialised
+                t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
+                continue
+            t.grad = self.alloc(t.buf.per_sample, t.buf.fixed, "grad",
+                                f"gradient of {name}'s input", name)
+            made = True
+        if made:
+            self.event("backward", name)
+        self.release(workspace)
+        for buf in scratch:
+            self.release(buf)
+        self.finish_call(call)
+
+    @staticmethod
+    def inner_shapes(layer) -> list:
+        """The tensors one call makes inside (the frontend lists those of every call)."""
+        calls = max(len(layer.output_shapes), 1)
+        shapes = list(layer.inner_shapes)
+        if calls > 1 and len(shapes) % calls == 0:
+            return shapes[:len(shapes) // calls]
+        return shapes
+
+    def inner_forward(self, layer, kind, ins, outputs) -> Optional[Buffer]:
+        """What a model used as a layer (or a layer class of the file) holds while its call
+        runs, beyond its input and output: the largest pair of consecutive tensors it makes
+        inside (each layer's input and output), as its own inference would."""
+        if kind is not None or not layer.inner_shapes:
+            return None
+        chain = [(t.buf.per_sample, t.buf.fixed) for t in ins[:1]]
+        for shape in self.inner_shapes(layer):
+            size = self.shape_size(shape, self.prec.compute_bytes)
+            if size is not None:
+                chain.append(size)
+        chain += [(t.buf.per_sample, t.buf.fixed) for t in outputs[:1]]
+        best = (0, 0)
+        for i in range(len(chain) - 1):
+            pair = chain[i:i + 2]
+            extra = [c for j, c in enumerate(pair) if not (
+                (i + j == 0 and ins) or (i + j == len(chain) - 1 and outputs))]
+            total = (sum(c[0] for c in extra), sum(c[1] for c in extra))
+            if total[0] * self.batch + total[1] > best[0] * self.batch + best[1]:
+                best = total
+        if not any(best):
+            return None
+        return self.alloc(*best, "live", f"{layer.name} inner tensors", layer.name)
+
+    def relayout(self, layer, kind) -> Optional[Buffer]:
+        """The kernel copied into cuDNN's layout while a convolution (or its backward) runs
+        under XLA."""
+        if self.profile.sign != "xla" or kind is None or kind.family != "convolutional":
+            return None
+        kernel = sum(w.size for w in layer.weights if len(w.shape) >= 3)
+        if not kernel:
+            return None
+        return self.alloc(0, kernel * self.prec.compute_bytes, "relayouts",
+                          f"{layer.name} kernel in cuDNN's layout", layer.name)
+
+    def gradient_copies(self, layer) -> int:
+        """How many buffers of its size a weight gradient takes while XLA consumes it
+        (measured: docs/memory-model-v2.md): one for a matrix product (plain SGD sometimes
+        writes it straight into the weights, at small batches; not counted on); a
+        convolution's comes out of cuDNN in its layout and is transposed back (two with plain
+        SGD, three with an optimizer that keeps slots)."""
+        kind = REGISTRY.get(layer.type)
+        if kind is not None and kind.family == "convolutional":
+            return 2 if self.plain_sgd else 3
+        return 1
+
+    def workspace(self, layer) -> Optional[Buffer]:
+        """cuBLAS's workspace while a matrix product runs (where the target's GEMMs go to
+        cuBLAS rather than to fused Triton kernels: compute capability below 8)."""
+        if not self.gemm_workspace:
+            return None
+        nested = REGISTRY.get(layer.type) is None and any(
+            len(w.shape) == 2 for w in layer.weights)  # a model used as a layer, with Dense
+        if layer.type not in GEMM_LAYERS and not nested:
+            return None
+        shape = layer.input_shapes[0] if layer.input_shapes else None
+        if (nested or layer.type in ("Dense", "EinsumDense")) and isinstance(shape, tuple) \
+                and shape \
+                and all(isinstance(d, int) for d in shape[1:]):
+            rows = self.batch
+            for d in shape[1:-1]:
+                rows *= d
+            if rows < 16 and shape[-1] < 16:
+                return None  # a product this small is an XLA loop, not a cuBLAS call
+        return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
+
+    def keep_all_grads(self) -> bool:
+        """Loss scaling (mixed_float16) under XLA checks every gradient before any update."""
+        return self.prec.loss_scaling and self.profile.sign == "xla"
+
+    def unhold(self, item) -> None:
+        if isinstance(item, Buffer):
+            item.holds = max(0, item.holds - 1)
+            self.release(item)
+            return
+        item.holds -= 1
+        item.buf.holds -= 1
+        self.maybe_free(item)
+
+    def finish_call(self, call: "_Call") -> None:
+        for t in call.outputs:
+            if t.grad is not None:
+                self.release(t.grad)
+                t.grad = None
+        for item, _ in call.holds:
+            self.unhold(item)
+        call.holds = []
+
+
+_NO_CAST = frozenset({"BatchNormalization", "LayerNormalization", "GroupNormalization",
+                      "Normalization"})
+# Layers whose input gradient is a broadcast of their output's.
+_BROADCAST_BACKWARD = frozenset({
+    "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
+    "RepeatVector"})
+# Layers whose call is a matrix product (cuBLAS or a Triton GEMM on a GPU).
+GEMM_LAYERS = frozenset({
+    "Dense", "EinsumDense", "MultiHeadAttention", "Attention", "AdditiveAttention", "Dot",
+    "LSTM", "GRU", "SimpleRNN", "RNN", "Bidirectional", "CuDNNLSTM", "CuDNNGRU",
+    "TimeDistributed", "LocallyConnected1D", "LocallyConnected2D", "Gemm", "MatMul"})
+# Layers whose input gradients are their output's gradient, passed on without a buffer of
+# their own (a sum's inputs get its gradient as it is; a concatenation's, slices of it).
+_PASSTHROUGH = frozenset({"Add", "Subtract", "Average", "Concatenate"})
+
+
+class _Call:
+    """One walked layer call, kept for its backward."""
+
+    def __init__(self, layer, inputs, outputs, trains, needs_dx, passthrough):
+        self.layer = layer
+        self.inputs, self.outputs = inputs, outputs
+        self.trains, self.needs_dx = trains, needs_dx
+        self.passthrough = passthrough  # its input gradients are its output's (no buffer)
+        self.holds: list = []  # (tensor or buffer, needed only for the weight gradient)
+        self.scratch: list = []  # Saved entries allocated while its backward runs
+
+
+def _needed(s: Saved, trains: bool, needs_dx: bool) -> bool:
+    if s.needed_for == "weights":
+        return trains
+    if s.needed_for == "inputs":
+        return needs_dx
+    return trains or needs_dx
+
+
+def _order(layers: list, by_name: dict) -> list:
+    """(layer index, call) pairs in an execution order: producers before consumers, else
+    the graph's own order."""
+    calls = []
+    for li, layer in enumerate(layers):
+        count = max(len(layer.inbound), len(layer.output_shapes), 1)
+        calls += [(li, ci) for ci in range(count)]
+    deps: dict = {node: set() for node in calls}
+    users: dict = {node: [] for node in calls}
+    for li, ci in calls:
+        layer = layers[li]
+        inbound = layer.inbound[ci] if ci < len(layer.inbound) else []
+        for name, call, _ in inbound:
+            lj = by_name.get(name)
+            if lj is None or (lj, call) not in deps or (lj, call) == (li, ci):
+                continue
+            if (lj, call) not in deps[(li, ci)]:
+                deps[(li, ci)].add((lj, call))
+                users[(lj, call)].append((li, ci))
+    ready = [node for node in calls if not deps[node]]
+    heapq.heapify(ready)
+    out, seen = [], set()
+    while ready:
+        node = heapq.heappop(ready)
+        if node in seen:
+            continue
+        out.append(node)
+        seen.add(node)
+        for user in users[node]:
+            deps[user].discard(node)
+            if not deps[user] and user not in seen:
+                heapq.heappush(ready, user)
+    out += [node for node in calls if node not in seen and node not in out]
+    return out

@@ -1,0 +1,337 @@
+"""Memory model v2: the step walked tensor by tensor (memlint/memory/walk.py), what each layer
+kind keeps for its backward pass, the timeline and the peak's place, the largest batch size.
+
+Expected figures are derived by hand from the walk's rules (docs/memory-model-v2.md); the
+rules themselves were read from XLA's GPU buffer plans (harness/probe_saved.py)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import memlint.layers as registry
+from memlint.frontends.keras import analyze_source
+from memlint.ir import OptimizerSpec
+from memlint.layers.base import Args, LayerError, Saved, UnresolvedArgument
+from memlint.memory import estimate, max_batch_size
+from memlint.memory.profiles import TF_GRAPH, TORCH, XLA
+from tests import layer_cases
+
+HEAD = "import keras\nfrom keras import layers as L\n"
+
+
+def graph_of(body: str, batch: int = 8, optimizer: str = "sgd", mode: str = "train",
+             policy: str = "float32"):
+    result = analyze_source(HEAD + body + f"\nmodel.compile(optimizer='{optimizer}', "
+                            f"loss='mse')\nmodel.fit(x, y, batch_size={batch})\n", "m.py")
+    graph = [g for g in result.models if g.variable == "model"][0].for_memory()
+    graph.setup = replace(graph.setup, mode=mode, dtype_policy=policy,
+                          optimizer=OptimizerSpec(optimizer, {}, "test"))
+    return graph
+
+
+def parts(breakdown) -> dict:
+    return {p.name: p.bytes for p in breakdown.parts}
+
+
+def saved_names(breakdown) -> list:
+    return [t["name"] for t in breakdown.peak_at["tensors"]]
+
+
+# ---------------------------------------------------------------- the walk's figures
+
+CONV = ("model = keras.Sequential([keras.Input((8, 8, 3)), "
+        "L.Conv2D(4, 3, padding='same'), L.Conv2D(4, 3, padding='same'), "
+        "L.GlobalAveragePooling2D(), L.Dense(2)])")
+
+
+def test_conv_chain_peak_by_hand_under_the_default_schedule():
+    # batch 2, SGD, float32, no backend: every gradient waits for the update, no rounding
+    b = estimate(graph_of(CONV, batch=2))
+    a = 2 * 8 * 8 * 4 * 4  # one conv output: 2048 bytes
+    image = 2 * 8 * 8 * 3 * 4  # the batch: 1536
+    weights = (3 * 3 * 3 * 4 + 4 + 3 * 3 * 4 * 4 + 4 + 4 * 2 + 2) * 4
+    # the peak: conv2d_1's backward as its kernel gradient is made: the batch, the targets,
+    # conv2d's output (kept for that kernel gradient), the gradient of conv2d_1's output
+    # (GAP's input gradient), and the gradients of conv2d_1 and of the dense layer; then
+    # conv2d's output goes and conv2d_1's input gradient comes: the same size again
+    grads = (3 * 3 * 4 * 4 + 4 + 4 * 2 + 2) * 4
+    assert b.peak_at["phase"] == "backward" and b.peak_at["layer"] == "conv2d_1"
+    assert b.peak == weights + image + 2 * 2 * 4 + a + a + grads
+    assert b.category("activations") == a
+    assert b.category("gradients") == grads
+    assert b.peak == sum(p.bytes for p in b.parts)
+
+
+def test_xla_keeps_conv_output_for_relu_but_a_mask_after_batch_norm():
+    relu = graph_of("model = keras.Sequential([keras.Input((8, 8, 3)), "
+                    "L.Conv2D(4, 3, padding='same', activation='relu'), "
+                    "L.Conv2D(4, 3, padding='same'), L.GlobalAveragePooling2D(), "
+                    "L.Dense(2)])", batch=2)
+    b = estimate(relu, profile=XLA)
+    assert "conv2d pre-activation" in saved_names(b)
+    bn = graph_of("model = keras.Sequential([keras.Input((8, 8, 3)), "
+                  "L.Conv2D(4, 3, padding='same'), L.BatchNormalization(), L.ReLU(), "
+                  "L.Conv2D(4, 3, padding='same'), L.GlobalAveragePooling2D(), "
+                  "L.Dense(2)])", batch=2)
+    walk = estimate(bn, profile=XLA)
+    names = [t["name"] for t in walk.peak_at["tensors"]]
+    # the BatchNormalization's input (the conv output) is kept; the ReLU keeps one byte per
+    # element, not BatchNormalization's float output; TensorFlow keeps the ReLU's output
+    assert "conv2d output" in names
+    masks = [p for p in walk.parts if p.name == "saved activations"]
+    assert masks and masks[0].bytes >= 2 * 8 * 8 * 4 * 4 + 2 * 8 * 8 * 4
+    tf = estimate(bn, profile=TF_GRAPH)
+    assert not any("mask" in n for n in saved_names(tf))
+
+
+def test_dropout_keeps_a_one_byte_mask():
+    g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
+                 "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)
+    kind = registry.REGISTRY["Dropout"]
+    (mask,) = kind.saved({"rate": 0.5, "noise_shape": None}, (None, 256), (None, 256))
+    assert mask.what == "mask" and mask.dtype == "bool" and mask.needed_for == "inputs"
+    b = estimate(g, profile=XLA)
+    without = estimate(graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
+                                "L.Dense(256), L.Dense(1)])", batch=16), profile=XLA)
+    assert b.peak - without.peak == 16 * 256  # one byte per element, nothing else
+
+
+def test_lstm_keeps_every_steps_buffers():
+    g = graph_of("model = keras.Sequential([keras.Input((50, 40)), L.LSTM(96), "
+                 "L.Dense(10)])", batch=64)
+    b = estimate(g, profile=XLA)
+    saved = parts(b)["saved activations"]
+    # 13 (batch, steps, units) buffers and the time-major copy of the input
+    assert saved == 64 * 50 * 96 * 4 * 13 + 64 * 50 * 40 * 4
+
+
+def test_frozen_backbone_at_the_bottom_keeps_nothing():
+    body = ("base = keras.Sequential([keras.Input((32, 32, 3)), L.Conv2D(16, 3, "
+            "padding='same', activation='relu'), L.Conv2D(16, 3, padding='same', "
+            "activation='relu')])\nbase.trainable = {}\n"
+            "inp = keras.Input((32, 32, 3))\nx = base(inp)\nx = L.GlobalAveragePooling2D()(x)\n"
+            "model = keras.Model(inp, L.Dense(2)(x))")
+    frozen = estimate(graph_of(body.format(False), batch=32), profile=XLA)
+    trained = estimate(graph_of(body.format(True), batch=32), profile=XLA)
+    # nothing is kept for backward: the peak is the frozen model's forward pass, its inner
+    # tensors alive while it runs
+    assert frozen.peak_at["phase"] == "forward"
+    assert parts(frozen)["saved activations"] == 0
+    assert frozen.peak > frozen.category("weights") + 2 * 32 * 32 * 32 * 16 * 4
+    assert parts(trained)["saved activations"] > 0 and trained.peak > frozen.peak
+
+
+def test_frozen_layer_in_the_middle_still_keeps_what_its_input_gradient_needs():
+    body = ("inp = keras.Input((64,))\nx = L.Dense(128)(inp)\n"
+            "mid = L.Dense(128, activation='sigmoid', trainable=False)\nx = mid(x)\n"
+            "model = keras.Model(inp, L.Dense(1)(x))")
+    b = estimate(graph_of(body, batch=512), profile=XLA)
+    kind = registry.REGISTRY["Dense"]
+    entries = kind.saved({"units": 128, "use_bias": True, "activation": "sigmoid"},
+                         (None, 128), (None, 128))
+    assert [e.what for e in entries] == ["input", "output"]
+    assert entries[0].needed_for == "weights"  # a frozen Dense drops it, keeps its output
+    assert b.category("activations") >= 512 * 128 * 4  # the frozen layer's sigmoid output
+
+
+def test_gradients_are_consumed_under_xla_and_wait_under_tf_graph():
+    g = graph_of("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512),"
+                 " L.Dense(1)])", batch=4, optimizer="adam")
+    tf = estimate(g, profile=TF_GRAPH)
+    xla = estimate(g, profile=XLA)
+    trainable = (512 * 512 + 512) * 2 + 513
+    # TensorFlow: the peak is at the end of the backward pass, every gradient made
+    assert tf.category("gradients") == trainable * 4
+    assert xla.category("gradients") <= (512 * 512 + 512) * 4  # one layer's at a time
+    tf_update = [m["bytes"] for m in tf.timeline if m["phase"] == "update"][0]
+    xla_update = [m["bytes"] for m in xla.timeline if m["phase"] == "update"][0]
+    assert tf_update - xla_update >= trainable * 4  # XLA has consumed them all by then
+
+
+def test_loss_scaling_keeps_every_gradient_in_16_bits_under_xla():
+    body = ("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512), "
+            "L.Dense(1)])")
+    mixed16 = estimate(graph_of(body, batch=4, optimizer="adam", policy="mixed_float16"),
+                       profile=XLA)
+    bf16 = estimate(graph_of(body, batch=4, optimizer="adam", policy="mixed_bfloat16"),
+                    profile=XLA)
+    trainable = (512 * 512 + 512) * 2 + 513
+
+    def update(b):
+        return [m["bytes"] for m in b.timeline if m["phase"] == "update"][0]
+
+    # every scaled gradient, in 16 bits, waits for the finiteness check before the update
+    assert abs(update(mixed16) - update(bf16) - trainable * 2) < 64 * 6  # 64-byte alignment
+    assert bf16.category("gradients") < trainable * 2
+
+
+def test_mixed_precision_keeps_float32_variables_and_16_bit_activations():
+    body = CONV.replace("(8, 8, 3)", "(32, 32, 3)")
+    full = estimate(graph_of(body, batch=32), profile=XLA)
+    half = estimate(graph_of(body, batch=32, policy="mixed_float16"), profile=XLA)
+    assert half.category("weights") == full.category("weights")
+    assert half.category("activations") * 2 == full.category("activations")
+    assert any(p.name == "16-bit weight copies" or p.name.startswith("kernels")
+               for p in half.parts)
+
+
+def test_pre_ampere_targets_add_the_cublas_workspace_and_compute_bfloat16_in_float32():
+    g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(64), L.Dense(1)])",
+                 batch=8)
+    h100 = estimate(g, profile=XLA, compute_capability="9.0")
+    t4 = estimate(g, profile=XLA, compute_capability=(7, 5))
+    assert t4.peak - h100.peak >= 4 * 1024 * 1024
+    assert "cuBLAS workspace" in saved_names(t4)
+    conv = graph_of(CONV, batch=8, policy="mixed_bfloat16")
+    assert estimate(conv, profile=XLA, compute_capability="7.5").category("activations") >= \
+        2 * estimate(conv, profile=XLA, compute_capability="8.0").category("activations")
+
+
+def test_inference_is_the_walk_without_backward():
+    b = estimate(graph_of(CONV, batch=2, mode="infer"), profile=XLA)
+    assert {m["phase"] for m in b.timeline} == {"forward"}
+    assert b.category("gradients") == 0 and b.category("optimizer") == 0
+    a = 2 * 8 * 8 * 4 * 4
+    # at most a layer's input and output (and the batch) at once
+    assert b.category("activations") <= 2 * a
+
+
+# ---------------------------------------------------------------- timeline and peak
+
+def test_timeline_and_peak_place():
+    b = estimate(graph_of(CONV, batch=4), profile=XLA)
+    phases = [m["phase"] for m in b.timeline]
+    assert phases[0] == "forward" and phases[-1] == "update"
+    assert phases.index("backward") > max(i for i, p in enumerate(phases) if p == "forward")
+    assert max(m["bytes"] for m in b.timeline) == b.peak
+    assert b.peak_at["bytes"] == b.peak
+    sizes = [t["bytes"] for t in b.peak_at["tensors"]]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) <= 5
+    assert {t["category"] for t in b.peak_at["tensors"]} <= {
+        "weights", "gradients", "optimizer", "activations", "other"}
+
+
+def test_report_shows_the_timeline_and_json_carries_it(tmp_path, capsys):
+    import json
+
+    from memlint.cli import main
+
+    path = tmp_path / "m.py"
+    path.write_text(HEAD + CONV + "\nmodel.compile(optimizer='adam', loss='mse')\n"
+                    "model.fit(x, y, batch_size=16)\n")
+    assert main(["report", str(path), "--backend", "jax"]) == 0
+    out = capsys.readouterr().out
+    assert "Memory over the step" in out and "peak is in the backward pass of" in out
+    assert main(["report", str(path), "--backend", "jax", "--output-format", "json"]) == 0
+    model = json.loads(capsys.readouterr().out)["models"][0]
+    assert model["timeline"] and model["timeline"][-1]["phase"] == "update"
+    assert model["peak_at"]["bytes"] == model["memory"]["peak"]
+    assert set(model["memory"]) == {"weights", "gradients", "optimizer", "activations",
+                                    "other", "peak"}
+
+
+# ---------------------------------------------------------------- the largest batch size
+
+@pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH])
+def test_max_batch_size_never_over_claims(profile):
+    g = graph_of(CONV.replace("(8, 8, 3)", "(16, 16, 3)"), batch=4)
+
+    def peak(batch):
+        return estimate(g, replace(g.setup, batch_size=batch), profile).peak
+
+    at_four = estimate(g, profile=profile)
+    for batch in (1, 3, 17, 64):
+        usable = peak(batch)
+        fits = max_batch_size(at_four, usable)
+        assert peak(fits) <= usable  # the answer fits
+        if profile is None:  # no allocator: exact
+            assert fits == batch or peak(fits + 1) > usable
+
+
+def test_max_batch_size_with_a_piecewise_peak():
+    # a frozen bottom makes the forward pass's moments grow faster with the batch than the
+    # backward's fixed-heavy ones: the answer is the smallest over the moments
+    g = graph_of("model = keras.Sequential([keras.Input((256,)), L.Dense(4096), "
+                 "L.Dense(1)])", batch=1, optimizer="adam")
+    b = estimate(g, profile=TF_GRAPH)
+    assert len(b.curve) >= 2
+    for usable in (b.peak, 2 * b.peak, 10 * b.peak):
+        fits = max_batch_size(b, usable)
+        assert estimate(g, replace(g.setup, batch_size=max(fits, 1)), TF_GRAPH).peak <= usable
+
+
+# ---------------------------------------------------------------- each kind says what it keeps
+
+def _cases() -> list:
+    out = []
+    for info in sorted(pkgutil.iter_modules(layer_cases.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"tests.layer_cases.{info.name}")
+        out += [pytest.param(c, id=f"{info.name}-{i}-{c['layer']}")
+                for i, c in enumerate(module.CASES)]
+    return out
+
+
+def _value(value):
+    if isinstance(value, list):
+        return [_value(v) for v in value]
+    if isinstance(value, dict) and "__layer__" in value:
+        return registry.instantiate(value["__layer__"], Args(
+            [_value(a) for a in value["args"]],
+            {k: _value(v) for k, v in value["kwargs"].items()}))
+    return value
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_every_layer_case_says_what_it_keeps(case):
+    try:
+        layer = registry.instantiate(case["layer"], Args(
+            [_value(a) for a in case["args"]],
+            {k: _value(v) for k, v in case["kwargs"].items()}))
+        shapes = tuple(case["input"]) if case["call"] == "single" else \
+            [tuple(s) for s in case["input"]]
+        out, weights = registry.call(layer, shapes)
+    except (LayerError, UnresolvedArgument):
+        return  # Keras refuses it too (tests/test_layers_oracle.py)
+    saved = layer.kind.saved(layer.config, shapes, out)
+    assert all(isinstance(s, Saved) for s in saved)
+    for s in saved:
+        assert s.needed_for in ("weights", "inputs", "both")
+        assert s.when in ("saved", "backward", "forward")
+        assert s.dtype in ("compute", "float32", "variable", "bool", "int32")
+        if s.what not in ("input", "output", "sign", "sign preactivation"):
+            assert isinstance(s.shape, tuple)
+    recurrent = any(s.what.startswith("steps'") for s in saved)
+    if weights and any(w.trainable for w in weights) and not recurrent:
+        # a weight gradient reads the layer's input (a recurrence keeps its own copy)
+        assert any(s.what == "input" for s in saved), case["layer"]
+
+
+def test_activation_arguments_reach_the_config():
+    dense = registry.instantiate("Dense", Args([8], {"activation": "relu"}))
+    assert dense.config["activation"] == "relu"
+    assert registry.instantiate("Dense", Args([8, "tanh"], {})).config["activation"] == "tanh"
+    conv = registry.instantiate("Conv2D", Args([8, 3], {"activation": "linear"}))
+    assert conv.config["activation"] is None
+    saved = dense.kind.saved(dense.config, (None, 4), (None, 8))
+    assert [s.what for s in saved] == ["input", "sign preactivation"]
+
+
+# ---------------------------------------------------------------- layering
+
+def test_memory_imports_no_frontend():
+    folder = Path(__file__).resolve().parents[1] / "memlint" / "memory"
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not any(n.startswith("memlint.frontends") for n in names), path.name
