@@ -1,0 +1,227 @@
+"""Figures and Markdown tables of the GPU-plan oracle (``tests/data/gpu_plans.json``):
+memlint's ``xla`` profile against XLA's plan of the same step for a described GPU.  Pure
+Python on the stored data (no JAX): ``python -m harness.gpu_plan --table`` prints them, the
+tests read :func:`figures`.
+
+Part by part, with the state donated (as Keras's JAX trainer does):
+
+* ``arguments``: XLA's argument bytes (trainable, non-trainable, optimizer and metric
+  variables, and the batch) against memlint's weights + optimizer slots + input batch +
+  targets;
+* ``rest``: XLA's output - alias + temp (what the step allocates besides its donated
+  arguments: gradients, saved activations, temporaries) against the rest of memlint's parts
+  (gradients, saved or live activations, the backward transient, allocator rounding).
+
+Both differences are given as a share of XLA's peak, so they add up to the total error.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+CURRENT = "memlint"  # the rows' memlint side as memlint computes it now
+BASELINE = "memlint_v1"  # memlint before the memory-model rewrite (harness.gpu_plan.BASELINE_KEY)
+
+# memlint parts that correspond to XLA's (donated) arguments
+ARGUMENT_PARTS = frozenset({"weights", "optimizer slots", "input batch", "targets"})
+UNDER = -0.05  # "under-estimated by more than 5%"
+LARGE = 64 << 20  # models whose plan is at least this big, where fixed buffers weigh less
+
+
+def error(row: dict, key: str = CURRENT):
+    if key == CURRENT:
+        return row.get("relative_error")
+    return (row.get(key) or {}).get("relative_error")
+
+
+def ok_rows(rows: list, key: str = CURRENT) -> list:
+    return [r for r in rows if "plan" in r and error(r, key) is not None]
+
+
+def percentile(values: list, q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..1)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def part_differences(row: dict, key: str = CURRENT) -> tuple:
+    """(arguments difference, rest difference), each (memlint - XLA) / XLA peak."""
+    plan, parts = row["plan"], row[key]["parts"]
+    peak = plan["peak"] or 1
+    memlint_args = sum(v for k, v in parts.items() if k in ARGUMENT_PARTS)
+    memlint_rest = row[key]["peak"] - memlint_args
+    xla_rest = plan["output"] - plan["alias"] + plan["temp"]
+    return (memlint_args - plan["argument"]) / peak, (memlint_rest - xla_rest) / peak
+
+
+def summary(rows: list, key: str = CURRENT) -> dict:
+    """The figures over ``rows`` (those with both sides)."""
+    rows = ok_rows(rows, key)
+    errors = [error(r, key) for r in rows]
+    absolute = [abs(e) for e in errors]
+    out = {"n": len(rows)}
+    if not rows:
+        return out
+    args, rest = zip(*(part_differences(r, key) for r in rows))
+    out.update(median=statistics.median(absolute), p90=percentile(absolute, 0.9),
+               max=max(absolute), signed_median=statistics.median(errors),
+               under5=sum(e < UNDER for e in errors), over5=sum(e > -UNDER for e in errors),
+               within5=sum(a <= 0.05 for a in absolute),
+               args_median=statistics.median(args), rest_median=statistics.median(rest),
+               args_abs_median=statistics.median(abs(a) for a in args),
+               rest_abs_median=statistics.median(abs(a) for a in rest))
+    cpu = [r for r in rows if "cpu_plan" in r]
+    if cpu:
+        out["cpu_n"] = len(cpu)
+        out["cpu_memlint_median"] = statistics.median(
+            abs(r[key]["peak"] - r["cpu_plan"]["peak"]) / r["cpu_plan"]["peak"]
+            for r in cpu)
+        out["cpu_gpu_median"] = statistics.median(
+            abs(r["plan"]["peak"] - r["cpu_plan"]["peak"]) / r["cpu_plan"]["peak"]
+            for r in cpu)
+        out["gpu_memlint_median_same_rows"] = statistics.median(
+            abs(error(r, key)) for r in cpu)
+    return out
+
+
+def select(rows: list, **where) -> list:
+    return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+
+
+def figures(data: dict, key: str = CURRENT) -> dict:
+    """``{target: summary}`` over each target's base rows (train, own optimizer, float32,
+    every fixture that compiles, batches 4 and 32 where the target has them)."""
+    rows = data["rows"]
+    targets = sorted({r["target"] for r in rows}, key=lambda t: ("h100", "t4", "a100").index(t)
+                     if t in ("h100", "t4", "a100") else 9)
+    return {t: summary(select(rows, target=t, part="base"), key) for t in targets}
+
+
+def _pct(value) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:+.1%}" if value < 0 else f"{value:.1%}"
+
+
+def _signed(value) -> str:
+    return f"{value:+.1%}"
+
+
+def _line(label: str, s: dict, cpu: bool = False) -> str:
+    if not s.get("n"):
+        return f"| {label} | 0 |" + " |" * (8 + cpu)
+    cells = [label, str(s["n"]), _pct(s["median"]), _pct(s["p90"]), _pct(s["max"]),
+             str(s["under5"]), str(s["within5"]), _signed(s["signed_median"]),
+             _signed(s["args_median"]), _signed(s["rest_median"])]
+    if cpu:
+        cells.append(f"{_pct(s['cpu_memlint_median'])} / {_pct(s['gpu_memlint_median_same_rows'])}"
+                     f" ({s['cpu_n']})" if s.get("cpu_n") else "")
+    return "| " + " | ".join(cells) + " |"
+
+
+HEADER = ("| {first} | rows | median abs. error | 90th pct | max | under by >5% | within 5% | "
+          "signed median | arguments diff | rest diff |")
+RULE = "| --- " + "| ---: " * 9 + "|"
+
+
+def describe(data: dict, key: str) -> str:
+    meta = data["meta"]
+    if key == BASELINE:
+        base = meta.get(BASELINE) or {}
+        return (f"memlint at commit {base.get('commit')} (memory model v1, before the "
+                "rewrite)")
+    when = meta.get("memlint_refreshed") or meta.get("updated") or meta.get("date")
+    return f"memlint as of {when} (the work tree the data was generated or refreshed in)"
+
+
+def markdown(data: dict, key: str = CURRENT) -> str:
+    """The comparison tables for memlint's side ``key`` (``memlint`` or ``memlint_v1``)."""
+    rows = data["rows"]
+    meta = data["meta"]
+    v = meta.get("versions") or {}
+    out = [f"GPU plans of {meta.get('date')} (jax {v.get('jax')}, jaxlib {v.get('jaxlib')}, "
+           f"jax-cuda12-plugin {v.get('jax-cuda12-plugin')}, keras {v.get('keras')}) against "
+           f"{describe(data, key)}, `{meta.get('memlint_profile', 'xla')}` profile.", ""]
+    out.append("Error = (memlint - XLA) / XLA peak. Arguments diff / rest diff: medians of "
+               "(memlint - XLA) / XLA peak for the donated arguments (weights, optimizer state, "
+               "batch) and for the rest (output - alias + temp: gradients, saved activations, "
+               "temporaries); per row they add up to the error.")
+    out.append("")
+    out.append("#### Train step, each fixture's own optimizer, float32 (batches 4 and 32; "
+               "A100: 32)")
+    out.append("")
+    out.append(HEADER.format(first="target") + " CPU plan column: median abs. error vs the "
+               "CPU plan / vs this target, same rows (batch 4) |")
+    out.append(RULE + " --- |")
+    keys = [key] + ([BASELINE] if key == CURRENT and any(BASELINE in r for r in rows) else [])
+    for k in keys:
+        for target, s in figures(data, k).items():
+            label = target + (" (v1)" if k == BASELINE and key != BASELINE else "")
+            out.append(_line(label, s, cpu=True))
+    for target in ("h100", "t4", "a100"):  # fixed buffers (cuBLAS workspace) matter less
+        big = [r for r in select(rows, target=target, part="base")
+               if "plan" in r and r["plan"]["peak"] >= LARGE]
+        out.append(_line(f"{target}, XLA peak >= 64 MiB", summary(big, key), cpu=True))
+    out.append("")
+    out.append("#### By batch size (train, own optimizer, float32)")
+    out.append("")
+    out.append(HEADER.format(first="target, batch"))
+    out.append(RULE)
+    for target in ("h100", "t4", "a100"):
+        for batch in sorted({r["batch"] for r in select(rows, target=target, part="base")}):
+            out.append(_line(f"{target}, {batch}", summary(
+                select(rows, target=target, part="base", batch=batch), key)))
+    cross = select(rows, part="cross")
+    if cross:
+        out.append("")
+        out.append(f"#### Optimizers x precisions ({len({r['fixture'] for r in cross})} "
+                   "representative fixtures, batch 32)")
+        out.append("")
+        out.append(HEADER.format(first="target, precision / optimizer"))
+        out.append(RULE)
+        for target in ("h100", "t4"):
+            for precision in ("float32", "mixed_float16", "mixed_bfloat16"):
+                out.append(_line(f"{target}, {precision}", summary(
+                    select(cross, target=target, precision_requested=precision), key)))
+            for optimizer in ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad"):
+                out.append(_line(f"{target}, {optimizer}", summary(
+                    select(cross, target=target, optimizer_key=optimizer), key)))
+    infer = select(rows, part="infer")
+    if infer:
+        out.append("")
+        out.append("#### Predict step (batch 32, float32)")
+        out.append("")
+        out.append(HEADER.format(first="target"))
+        out.append(RULE)
+        for target in sorted({r["target"] for r in infer}):
+            out.append(_line(target, summary(select(infer, target=target), key)))
+    out.append("")
+    out.append("#### Largest errors (H100 and T4, train, own optimizer, float32, batch 32)")
+    out.append("")
+    out.append("| target | fixture::model | params | XLA peak | arguments | temp | memlint | "
+               "error | arguments diff | rest diff |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    worst = sorted(ok_rows(select(rows, part="base", batch=32), key),
+                   key=lambda r: -abs(error(r, key)))
+    worst = [r for r in worst if r["target"] in ("h100", "t4")][:16]
+    for r in worst:
+        a, b = part_differences(r, key)
+        out.append(f"| {r['target']} | {r['fixture'].removeprefix('fixtures/')}::{r['model']} | "
+                   f"{r.get('params', 0):,} | {r['plan']['peak']:,} | {r['plan']['argument']:,} | "
+                   f"{r['plan']['temp']:,} | {r[key]['peak']:,} | "
+                   f"{_signed(error(r, key))} | {_signed(a)} | {_signed(b)} |")
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        out.append("")
+        models = {(r["fixture"], r["model"]) for r in failed}
+        out.append(f"{len(failed)} rows ({len(models)} models) did not compile; the reasons "
+                   "(first line, per model):")
+        out.append("")
+        reasons: dict = {}
+        for r in failed:
+            reasons.setdefault((r["fixture"], r["model"]), r["error"].splitlines()[0][:160])
+        for (fixture, model), reason in sorted(reasons.items()):
+            out.append(f"* `{fixture.removeprefix('fixtures/')}::{model}`: {reason}")
+    return "\n".join(out)
