@@ -575,13 +575,16 @@ def fill(rows: list, jobs: list, members: dict, results: dict) -> None:
 
 def memlint_side(graph, row: dict) -> dict:
     """memlint's ``xla``-profile breakdown for the row's batch, mode, optimizer and precision
-    (the policy Keras actually used), as stored in the row's ``memlint`` field."""
+    (the policy Keras actually used) on the row's GPU, as stored in the row's ``memlint``
+    field."""
     from harness import proxy
+    from harness.gpu_targets import targets
 
     breakdown = proxy.memlint_estimate(graph, {
         "batch": row["batch"], "mode": row["mode"], "optimizer": row["optimizer"],
         "optimizer_options": row.get("optimizer_options") or {},
-        "dtype_policy": row["dtype_policy"]}, "xla")
+        "dtype_policy": row["dtype_policy"]}, "xla",
+        compute_capability=tuple(targets()[row["target"]]["compute_capability"]))
     return {"peak": breakdown.peak, "complete": breakdown.complete,
             "parts": {p.name: p.bytes for p in breakdown.parts},
             "categories": {k: v for k, v in breakdown.as_dict().items() if k != "peak"}}
@@ -618,7 +621,7 @@ def memlint_at(ref: str, rows: list) -> list:
                              capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder)  # noqa: S202 - our own repository
-    fields = ("fixture", "model", "batch", "mode", "optimizer", "optimizer_options",
+    fields = ("target", "fixture", "model", "batch", "mode", "optimizer", "optimizer_options",
               "dtype_policy")
     request = [{k: r.get(k) for k in fields} if "plan" in r else None for r in rows]
     env = dict(os.environ, PYTHONPATH=f"{folder}{os.pathsep}{ROOT}")

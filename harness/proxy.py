@@ -87,8 +87,9 @@ def run_plans(paths, batch: int = BATCH, mode: str = "train", input_shapes=None,
     return merged
 
 
-def memlint_estimate(graph, plan: dict, profile_name: str = "xla"):
-    """memlint's breakdown for the configuration XLA planned (batch, mode, optimizer)."""
+def memlint_estimate(graph, plan: dict, profile_name: str = "xla", compute_capability=None):
+    """memlint's breakdown for the configuration XLA planned (batch, mode, optimizer), for a
+    GPU of ``compute_capability`` where one is named."""
     from memlint.ir import OptimizerSpec
     from memlint.memory import estimate
     from memlint.memory.profiles import get_profile
@@ -97,7 +98,12 @@ def memlint_estimate(graph, plan: dict, profile_name: str = "xla"):
                     optimizer=OptimizerSpec(plan["optimizer"], plan["optimizer_options"],
                                             "harness"),
                     dtype_policy=plan.get("dtype_policy", graph.setup.dtype_policy))
-    return estimate(graph, setup, profile=get_profile(profile_name))
+    import inspect
+
+    # memlint before v2 (the stored baseline, run from its commit) takes no GPU
+    extra = {} if compute_capability is None or "compute_capability" not in \
+        inspect.signature(estimate).parameters else {"compute_capability": compute_capability}
+    return estimate(graph, setup, profile=get_profile(profile_name), **extra)
 
 
 def rows(batch: int = BATCH, paths=None, one_per_file: bool = True) -> tuple:
