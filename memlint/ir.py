@@ -9,7 +9,7 @@ known statically.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Optional, Union
 
@@ -87,6 +87,9 @@ class LayerNode:
     inner_shapes: list = field(default_factory=list)  # tensors kept inside (attention scores,
     #                                                   a nested model's layers), all calls
     unresolved: Optional[str] = None  # why this layer's shapes are unknown, if they are
+    # per call of a model used as a layer (or a layer class of the file): the layer calls it
+    # runs inside (InnerCalls), None where they are not known
+    inner_calls: list = field(default_factory=list)
 
     @property
     def output_shape(self) -> Optional[OutputShape]:
@@ -107,6 +110,20 @@ class LayerNode:
     @property
     def params(self) -> int:
         return sum(w.size for w in self.weights)
+
+
+@dataclass
+class InnerCalls:
+    """What one call of a model used as a layer (or of a layer class of the file) runs
+    inside: one node per layer call, in execution order, each with one call whose ``inbound``
+    names the nodes inside by ``(name, call id, output)``; ``ids`` holds each node's call id.
+    A reference to ``inputs`` (or an empty ``inbound``) reads the outer call's inputs;
+    ``outputs`` says which tensor inside is each output of the outer call."""
+
+    nodes: list  # list[LayerNode], one call each
+    ids: list  # the call id of each node's call
+    inputs: dict = field(default_factory=dict)  # (name, call id) -> outer input position
+    outputs: list = field(default_factory=list)  # per outer output: (name, call id, output)
 
 
 @dataclass
@@ -195,8 +212,9 @@ class ModelGraph:
 
     def for_memory(self) -> "ModelGraph":
         """The graph the memory model and the budget rules read: sized by its data if it
-        can be, else as declared."""
-        return self.sized if self.sized is not None else self
+        can be, else as declared, and with a batch its shapes recorded opened again (the
+        step runs at the batch it is fed)."""
+        return with_open_batch(self.sized if self.sized is not None else self)
 
     @property
     def trainable_params(self) -> int:
@@ -230,3 +248,46 @@ def as_shape_list(shape: Optional[OutputShape]) -> list:
     if isinstance(shape, list):
         return shape
     return [shape]
+
+
+def recorded_batch(graph) -> Optional[int]:
+    """The batch size a Keras graph's shapes carry when its inputs fix one (a subclassed
+    model first called on a NumPy batch of 2, ``Input(batch_size=...)``,
+    ``batch_input_shape=``); None when the batch dimension is open (or for ONNX graphs, whose
+    leading dimensions need not be the batch)."""
+    if graph.kind == "ONNX" or not graph.input_shapes:
+        return None
+    firsts = {shape[0] if shape else None for shape in as_shape_list(graph.input_shapes)}
+    if len(firsts) != 1:
+        return None
+    first = firsts.pop()
+    return first if isinstance(first, int) and not isinstance(first, bool) else None
+
+
+def with_open_batch(graph):
+    """``graph`` with the batch dimension its shapes recorded opened again (None), so that
+    the step is sized by the batch it really runs at (a model first called on 2 samples and
+    trained at 256 keeps 256 samples' activations); ``graph`` itself where nothing is fixed.
+    Keras layer outputs are batch first, so the leading dimension equal to the recorded batch
+    is the one opened."""
+    fixed = recorded_batch(graph)
+    if fixed is None:
+        return graph
+
+    def open_(value):
+        if isinstance(value, tuple):
+            if value and all(d is None or isinstance(d, (int, str)) for d in value):
+                return (None,) + value[1:] if value[0] == fixed else value
+            return tuple(open_(v) for v in value)
+        if isinstance(value, list):
+            return [open_(v) for v in value]
+        return value
+
+    def reopened(layer):
+        extra = {"own_output": open_(layer.own_output)} if hasattr(layer, "own_output") else {}
+        return replace(layer, input_shapes=open_(layer.input_shapes),
+                       output_shapes=open_(layer.output_shapes),
+                       inner_shapes=open_(layer.inner_shapes), **extra)
+
+    return replace(graph, layers=[reopened(layer) for layer in graph.layers],
+                   input_shapes=open_(graph.input_shapes), sized=None)

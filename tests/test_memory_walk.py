@@ -236,6 +236,94 @@ def test_report_shows_the_timeline_and_json_carries_it(tmp_path, capsys):
                                     "other", "peak"}
 
 
+def _subclassed(first_call: str) -> str:
+    return ("class Net(keras.Model):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.c = L.Conv2D(16, 3, padding='same', activation='relu')\n"
+            "        self.p = L.GlobalAveragePooling2D()\n"
+            "        self.d = L.Dense(2)\n"
+            "    def call(self, x):\n"
+            "        return self.d(self.p(self.c(x)))\n"
+            f"import numpy as np\nmodel = Net()\n{first_call}\n")
+
+
+def test_a_batch_the_shapes_recorded_does_not_size_the_step():
+    """A subclassed model first called on 2 samples records batch 2 in its shapes (Keras's
+    summary shows it); trained at 64 it keeps 64 samples' activations, like the same model
+    built on an open batch."""
+    fixed = graph_of(_subclassed("model(np.zeros((2, 8, 8, 3)))"), batch=64)
+    opened = graph_of(_subclassed("model.build((None, 8, 8, 3))"), batch=64)
+    assert fixed.setup.batch_size == 64
+    assert estimate(fixed, profile=XLA).peak == estimate(opened, profile=XLA).peak
+    small = graph_of(_subclassed("model(np.zeros((2, 8, 8, 3)))"), batch=2)
+    assert estimate(fixed, profile=XLA).peak > 16 * estimate(small, profile=XLA).peak / 2
+
+
+NESTED_LAYERS = ("L.Conv2D(8, 3, activation='relu'), L.MaxPooling2D(), "
+                 "L.Conv2D(8, 3, activation='relu')")
+NESTED = {
+    "flat": f"model = keras.Sequential([keras.Input((16, 16, 3)), {NESTED_LAYERS}, "
+            "L.GlobalAveragePooling2D(), L.Dense(2)])",
+    "sequential": f"block = keras.Sequential([keras.Input((16, 16, 3)), {NESTED_LAYERS}])\n"
+                  "model = keras.Sequential([keras.Input((16, 16, 3)), block, "
+                  "L.GlobalAveragePooling2D(), L.Dense(2)])",
+    "functional": f"i = keras.Input((16, 16, 3))\nx = i\nfor layer in [{NESTED_LAYERS}]:\n"
+                  "    x = layer(x)\nblock = keras.Model(i, x)\ninp = keras.Input((16, 16, 3))\n"
+                  "model = keras.Model(inp, L.Dense(2)(L.GlobalAveragePooling2D()(block(inp))))",
+    "layer class": "class Block(L.Layer):\n    def __init__(self):\n"
+                   "        super().__init__()\n"
+                   "        self.a = L.Conv2D(8, 3, activation='relu')\n"
+                   "        self.p = L.MaxPooling2D()\n"
+                   "        self.b = L.Conv2D(8, 3, activation='relu')\n"
+                   "    def call(self, x):\n        return self.b(self.p(self.a(x)))\n"
+                   "model = keras.Sequential([keras.Input((16, 16, 3)), Block(), "
+                   "L.GlobalAveragePooling2D(), L.Dense(2)])",
+}
+
+
+@pytest.mark.parametrize("profile", [XLA, TF_GRAPH, TORCH], ids=lambda p: p.name)
+@pytest.mark.parametrize("spelling", ["sequential", "functional", "layer class"])
+def test_a_nested_model_walks_like_its_layers_written_flat(spelling, profile):
+    """A model (or layer class) used as a layer runs its own layers' calls: each keeps what
+    its kind keeps (a convolution's pre-activation, pooling's indices), so the step is the
+    one of the same layers written flat."""
+    flat = graph_of(NESTED["flat"], batch=16, optimizer="adam")
+    nested = graph_of(NESTED[spelling], batch=16, optimizer="adam")
+    assert nested.params == flat.params
+    got, want = estimate(nested, profile=profile), estimate(flat, profile=profile)
+    assert got.peak == want.peak
+    assert got.peak_at["layer"].endswith(want.peak_at["layer"])
+    inputs = {layer.name for layer in nested.layers if layer.type == "InputLayer"}
+    assert [m["bytes"] for m in got.timeline if m["layer"] not in inputs] == \
+        [m["bytes"] for m in want.timeline]
+
+
+def test_a_shared_nested_model_counts_its_weights_once_and_keeps_each_call():
+    body = NESTED["functional"].replace(
+        "model = keras.Model(inp, L.Dense(2)(L.GlobalAveragePooling2D()(block(inp))))",
+        "two = keras.Input((16, 16, 3))\n"
+        "pool = L.GlobalAveragePooling2D()\n"
+        "model = keras.Model([inp, two], L.Dense(2)(L.Concatenate()("
+        "[pool(block(inp)), pool(block(two))])))")
+    graph = graph_of(body, batch=16, optimizer="adam")
+    b = estimate(graph, profile=XLA)
+    assert parts(b)["weights"] == graph.params * 4
+    kept = [t["name"] for t in b.peak_at["tensors"]]
+    once = graph_of(NESTED["functional"], batch=16, optimizer="adam")
+    assert b.peak > estimate(once, profile=XLA).peak  # two calls keep twice the tensors
+    assert any(name.startswith("functional/") for name in kept)
+
+
+def test_a_frozen_nested_model_keeps_nothing_at_the_bottom():
+    body = NESTED["sequential"].replace("model = keras.Sequential(",
+                                        "block.trainable = False\nmodel = keras.Sequential(")
+    b = estimate(graph_of(body, batch=16, optimizer="adam"), profile=XLA)
+    assert not [t for t in b.peak_at["tensors"] if t["kind"] == "saved"
+                and t["layer"].startswith("sequential/")]
+    assert parts(b)["optimizer slots"] == (8 * 2 + 2) * 4 * 2  # the head's Dense only
+
+
 # ---------------------------------------------------------------- the largest batch size
 
 @pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH])

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from memlint.ir import ModelGraph, TrainingSetup
+from memlint.ir import ModelGraph, TrainingSetup, recorded_batch, with_open_batch
 from memlint.memory.dtypes import precision
+from memlint.memory.nesting import opened
 from memlint.memory.optimizers import slots_per_variable
 from memlint.memory.tensors import (INPUT_TYPES, VIEW_LAYERS, layer_activation_bytes,
                                     output_bytes, tensor_bytes)
@@ -143,7 +144,8 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     from memlint.memory.walk import KINDS, Walk
 
     setup = setup or graph.setup
-    batch = setup.batch_size or 1
+    batch = setup.batch_size or recorded_batch(graph) or 1
+    graph = with_open_batch(graph)
     prec = precision(setup.dtype_policy)
     schedule = profile or DEFAULT
     if graph.kind == "ONNX" and setup.mode != "train":
@@ -153,9 +155,10 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     if schedule.sign == "xla" and capability is not None and capability[0] < 8:
         workspace = PRE_AMPERE_GEMM_WORKSPACE
         upcast = prec.policy == "mixed_bfloat16"
-    first = Walk(graph, setup, schedule, prec, batch, gemm_workspace=workspace,
+    walked = opened(graph)  # models used as layers run their own layers' calls
+    first = Walk(walked, setup, schedule, prec, batch, gemm_workspace=workspace,
                  upcast_bfloat16=upcast).run()
-    second = Walk(graph, setup, schedule, prec, batch, stop_at=first.peak_index,
+    second = Walk(walked, setup, schedule, prec, batch, stop_at=first.peak_index,
                   gemm_workspace=workspace, upcast_bfloat16=upcast)
     second.run()
     alive = second.snapshot or []

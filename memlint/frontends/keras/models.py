@@ -40,6 +40,7 @@ class CallRecord:
     output_shape: Any
     parents: list = field(default_factory=list)  # (LayerRef | OpaqueLayer, call, output)
     saved: list = field(default_factory=list)  # extra tensors kept for backward (memory model)
+    inner: list = field(default_factory=list)  # (layer, call index) of the calls made inside
 
 
 # ---------------------------------------------------------------------- creation
@@ -349,6 +350,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
     saved = layer.instance.kind.saved_tensors(layer.instance.config, shapes)
     _collect(state, out, saved)
     layer.calls.append(CallRecord(shapes, out, parents, saved))
+    _note_call(state, layer)
     return output_tensors(layer, len(layer.calls) - 1)
 
 
@@ -384,6 +386,7 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
         out = None
     layer.calls.append(CallRecord(shapes, out, parents))
     _collect(state, out, [])
+    _note_call(state, layer)
     if out is None:
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"output of model '{layer.name}' not known statically")
@@ -396,6 +399,8 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list) -> Any:
     interp.tracing = getattr(interp, "tracing", 0) + 1
     outer = getattr(state, "trace_collector", None)
     state.trace_collector = []  # tensors made inside: kept for backward like a model's
+    outer_calls = getattr(state, "call_collector", None)
+    state.call_collector = []  # the layer calls made inside, for the memory model
     try:
         out = classes.output_for(layer, shapes, loc)
     except LayerError as exc:
@@ -407,12 +412,15 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list) -> Any:
     finally:
         interp.tracing -= 1
         made, state.trace_collector = state.trace_collector, outer
+        inner, state.call_collector = state.call_collector, outer_calls
     for shape in as_shape_list(out):
         if shape in made:
             made.remove(shape)  # the layer's own output is counted as its output
     if outer is not None:
         outer.extend(made + as_shape_list(out))
-    layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else []))
+    layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else [],
+                                  inner if out is not None else []))
+    _note_call(state, layer)
     if out is None:
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"output of {layer.type} '{layer.name}' not known statically")
@@ -486,6 +494,13 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if isinstance(out, list):
         return [Tensor(shape, (op, 0, i)) for i, shape in enumerate(out)]
     return Tensor(out, (op, 0, 0))
+
+
+def _note_call(state, layer) -> None:
+    """Inside a traced call() of a custom layer: remember the layer call just made."""
+    collector = getattr(state, "call_collector", None)
+    if collector is not None:
+        collector.append((layer, len(layer.calls) - 1))
 
 
 def _collect(state, out: Any, saved: list) -> None:
