@@ -285,9 +285,12 @@ def with_open_batch(graph):
 
     def reopened(layer):
         extra = {"own_output": open_(layer.own_output)} if hasattr(layer, "own_output") else {}
+        inner = [None if calls is None else
+                 replace(calls, nodes=[reopened(node) for node in calls.nodes])
+                 for calls in layer.inner_calls]
         return replace(layer, input_shapes=open_(layer.input_shapes),
                        output_shapes=open_(layer.output_shapes),
-                       inner_shapes=open_(layer.inner_shapes), **extra)
+                       inner_shapes=open_(layer.inner_shapes), inner_calls=inner, **extra)
 
     return replace(graph, layers=[reopened(layer) for layer in graph.layers],
                    input_shapes=open_(graph.input_shapes), sized=None)

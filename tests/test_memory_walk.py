@@ -324,6 +324,25 @@ def test_a_frozen_nested_model_keeps_nothing_at_the_bottom():
     assert parts(b)["optimizer slots"] == (8 * 2 + 2) * 4 * 2  # the head's Dense only
 
 
+def test_a_subclassed_model_keeps_every_call_of_a_layer_it_calls_twice():
+    """call() uses one pooling layer after each block: both calls are in the step."""
+    sub = ("class Net(keras.Model):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.a = L.Conv2D(8, 3, padding='same')\n"
+           "        self.b = L.Conv2D(8, 3, padding='same')\n"
+           "        self.pool = L.MaxPooling2D()\n        self.flat = L.Flatten()\n"
+           "        self.head = L.Dense(2)\n    def call(self, x):\n"
+           "        return self.head(self.flat(self.pool(self.b(self.pool(self.a(x))))))\n"
+           "model = Net()\nmodel.build((None, 16, 16, 3))\n")
+    flat = ("model = keras.Sequential([keras.Input((16, 16, 3)), L.Conv2D(8, 3, padding='same'),"
+            " L.MaxPooling2D(), L.Conv2D(8, 3, padding='same'), L.MaxPooling2D(), L.Flatten(),"
+            " L.Dense(2)])")
+    graph = graph_of(sub, batch=16, optimizer="adam")
+    pool = next(layer for layer in graph.layers if layer.type == "MaxPooling2D")
+    assert len(pool.output_shapes) == 2 and len(pool.inbound) == 2
+    assert estimate(graph, profile=XLA).peak == \
+        estimate(graph_of(flat, batch=16, optimizer="adam"), profile=XLA).peak
+
+
 # ---------------------------------------------------------------- the largest batch size
 
 @pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH])

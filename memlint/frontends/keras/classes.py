@@ -356,21 +356,30 @@ def model_graph(state, obj: ClassObject, input_override=None):
     else:
         graph.input_shapes = [obj.input_shape] if not isinstance(obj.input_shape, list) \
             else list(obj.input_shape)
+    # the calls the traced call() made, each layer's in order (a layer called twice, as a
+    # pooling layer after each block, has two); the table shows each layer's first
+    traced: dict = {}
+    own = obj.as_layer.calls[0].inner if obj.as_layer is not None and obj.as_layer.calls \
+        else []
+    for layer, index in own:
+        traced.setdefault(id(layer), []).append(index)
     pairs = []
     for layer in tracked_layers(obj):
         if isinstance(layer, ModelLayer):
             _build_sequential(state, layer.model)
         if layer.calls:
-            graph.layers.append(_node(layer, [0]))
-            pairs.append((layer, 0))
+            indices = traced.get(id(layer)) or [0]
+            graph.layers.append(_node(layer, indices))
+            pairs.append((layer, indices))
         else:
             graph.layers.append(LayerNode(name=layer.name, type=layer.type,
                                           location=layer.location,
                                           unresolved="never called in call()"))
     called = [node for node in graph.layers if node.unresolved != "never called in call()"]
-    for (layer, index), node in zip(pairs, called):
-        record = layer.calls[index]
-        node.inbound.append([(p[0].name, p[1], p[2]) for p in record.parents])
+    for (layer, indices), node in zip(pairs, called):
+        for index in indices:
+            record = layer.calls[index]
+            node.inbound.append([(p[0].name, p[1], p[2]) for p in record.parents])
     return graph
 
 
