@@ -209,6 +209,9 @@ class ModelGraph:
     # Keras builds it at fit time); its layers carry the fed shapes for the memory model,
     # while ``layers`` keep Keras's own shapes (None where Keras shows None)
     sized: Optional["ModelGraph"] = None
+    # the layers the memory model's opened graph took from inside models used as layers
+    # (memlint.memory.nesting): a tensor of theirs that nothing reads is not a model output
+    opened_inner: frozenset = frozenset()
 
     def for_memory(self) -> "ModelGraph":
         """The graph the memory model and the budget rules read: sized by its data if it

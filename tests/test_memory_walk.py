@@ -343,6 +343,27 @@ def test_a_subclassed_model_keeps_every_call_of_a_layer_it_calls_twice():
         estimate(graph_of(flat, batch=16, optimizer="adam"), profile=XLA).peak
 
 
+def test_a_model_that_ends_in_a_nested_model_has_its_output_as_the_target():
+    ends = NESTED["sequential"].replace("block, L.GlobalAveragePooling2D(), L.Dense(2)",
+                                        "block")
+    flat = NESTED["flat"].replace(", L.GlobalAveragePooling2D(), L.Dense(2)", "")
+    got = estimate(graph_of(ends, batch=16, optimizer="adam"), profile=XLA)
+    want = estimate(graph_of(flat, batch=16, optimizer="adam"), profile=XLA)
+    assert parts(got)["targets"] == parts(want)["targets"] == 16 * 5 * 5 * 8 * 4
+    assert got.peak == want.peak
+
+
+def test_a_tensor_inside_that_an_operation_reads_is_not_a_model_output():
+    """A gate inside a layer class, applied with ``*`` (an operation, not a layer): its
+    output is read inside the call, so it is neither a target nor alive to the end."""
+    body = ("class Gated(L.Layer):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.value = L.Dense(8)\n        self.gate = L.Dense(8, activation='sigmoid')\n"
+            "    def call(self, x):\n        return self.value(x) * self.gate(x)\n"
+            "model = keras.Sequential([keras.Input((4,)), Gated(), L.Dense(2)])")
+    b = estimate(graph_of(body, batch=16, optimizer="adam"), profile=XLA)
+    assert parts(b)["targets"] == 16 * 2 * 4
+
+
 # ---------------------------------------------------------------- the largest batch size
 
 @pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH])

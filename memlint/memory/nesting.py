@@ -28,13 +28,19 @@ def opened(graph: ModelGraph) -> ModelGraph:
             inbound = node.inbound[c] if c < len(node.inbound) else []
             refs = [(_TOP, name, call, out) for name, call, out in inbound]
             top[(node.name, c)] = opener.visit(node, c, refs, False)
-    return replace(graph, layers=opener.nodes(top), sized=None)
+    layers = opener.nodes(top)
+    # a layer inside whose tensors nothing reads is no model output, unless it makes an
+    # output of the nested call (a model that ends in a nested model)
+    inside = frozenset(layer.name for layer in layers if layer.name not in
+                       {node.name for node in graph.layers} and layer.name not in opener.exposed)
+    return replace(graph, layers=layers, sized=None, opened_inner=inside)
 
 
 class _Opener:
     def __init__(self):
         self.records = []  # (name, template node, frozen, input shape, output shape, refs)
         self.uids = itertools.count()
+        self.exposed = set()  # the names of the layers inside that make a nested output
 
     def visit(self, node, c: int, refs: list, frozen: bool, prefix: str = "") -> list:
         """Emit one call of ``node`` (opened when its inside is known); its outputs as
@@ -65,6 +71,7 @@ class _Opener:
             for out_name, out_call, out_index in inner.outputs:
                 outs = made.get((out_name, out_call)) or []
                 outputs.append(outs[min(out_index, len(outs) - 1)] if outs else None)
+            self.exposed.update(ref[0] for ref in outputs if ref is not None)
             return outputs
         uid = next(self.uids)
         in_shape = node.input_shapes[c] if c < len(node.input_shapes) else None

@@ -289,7 +289,8 @@ class Walk:
                 continue
             sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
             for k, size in enumerate(sizes):
-                if size is not None and not self.pending.get((li, ci, k)):
+                if size is not None and not self.pending.get((li, ci, k)) \
+                        and layer.name not in self.graph.opened_inner:
                     per, fixed = per + size[0], fixed + size[1]
         return per, fixed
 
@@ -407,7 +408,8 @@ class Walk:
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
-            t.output = t.uses == 0 and layer.type not in INPUT_TYPES
+            t.output = t.uses == 0 and layer.type not in INPUT_TYPES \
+                and layer.name not in self.graph.opened_inner
             self.tensors[(li, ci, k)] = t
             outputs.append(t)
 
