@@ -364,6 +364,26 @@ def test_a_tensor_inside_that_an_operation_reads_is_not_a_model_output():
     assert parts(b)["targets"] == 16 * 2 * 4
 
 
+def test_a_strided_transposed_convolution_dilates_its_input_for_the_kernel_gradient():
+    """XLA computes the kernel gradient of Conv2DTranspose(strides=2) over the zero-dilated
+    input padded to the output plus the kernel: (14 - 1) * 2 + 1 + 3 = 30 per side, the
+    input's 8 channels, while that backward runs; inference needs no such copy."""
+    from memlint.layers.base import REGISTRY
+
+    body = ("model = keras.Sequential([keras.Input((14, 14, 8)), "
+            "L.Conv2DTranspose(1, 3, strides=2, padding='same')])")
+    graph = graph_of(body, batch=16, optimizer="sgd")
+    train = estimate(graph, profile=XLA)
+    scratch = [s for s in REGISTRY["Conv2DTranspose"].saved(
+        graph.layers[0].config, (None, 14, 14, 8), (None, 28, 28, 1)) if s.when == "backward"]
+    assert [s.shape for s in scratch] == [(None, 30, 30, 8)]
+    assert train.peak_at["phase"] == "backward"
+    assert any(t["name"].endswith("dilated input") and t["bytes"] == 16 * 30 * 30 * 8 * 4
+               for t in train.peak_at["tensors"])
+    infer = estimate(graph_of(body, batch=16, optimizer="sgd", mode="infer"), profile=XLA)
+    assert not any("dilated" in t["name"] for t in infer.peak_at["tensors"])
+
+
 # ---------------------------------------------------------------- the largest batch size
 
 @pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH])

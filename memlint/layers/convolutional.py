@@ -303,6 +303,29 @@ class _ConvTranspose(_Conv):
             out.append(Weight("bias", (config["filters"],)))
         return out
 
+    def saved(self, config, input_shape, output_shape):
+        """Its input; with strides, while the kernel's gradient is computed, the zero-dilated
+        input padded to the output plus the kernel (XLA on a GPU: that copy, then an unpadded
+        transposed one in the same place; the forward pass runs as cuDNN's backward-data
+        convolution and needs neither)."""
+        out = list(super().saved(config, input_shape, output_shape))
+        if all(s == 1 for s in config["strides"]) or input_shape is None \
+                or output_shape is None:
+            return out
+        first = config["data_format"] == "channels_first"
+        spatial = slice(2, None) if first else slice(1, -1)
+        ins, outs = list(input_shape), list(output_shape)
+        if any(not isinstance(d, int) for d in ins[spatial] + outs[spatial]):
+            return out
+        channels = ins[1] if first else ins[-1]
+        padded = [o + (k - 1) * d for o, k, d in zip(outs[spatial], config["kernel_size"],
+                                                     config["dilation_rate"])]
+
+        def shaped(dims):
+            return tuple([None, channels] + dims if first else [None] + dims + [channels])
+        return out + [Saved("dilated input", shaped(padded), needed_for="weights",
+                            when="backward")]
+
 
 @register
 class Conv1DTranspose(_ConvTranspose):
