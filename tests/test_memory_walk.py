@@ -367,7 +367,8 @@ def test_a_tensor_inside_that_an_operation_reads_is_not_a_model_output():
 def test_a_strided_transposed_convolution_dilates_its_input_for_the_kernel_gradient():
     """XLA computes the kernel gradient of Conv2DTranspose(strides=2) over the zero-dilated
     input padded to the output plus the kernel: (14 - 1) * 2 + 1 + 3 = 30 per side, the
-    input's 8 channels, while that backward runs; inference needs no such copy."""
+    input's 8 channels, while that backward runs; with one filter the forward pass (and so
+    inference) runs over that copy too."""
     from memlint.layers.base import REGISTRY
 
     body = ("model = keras.Sequential([keras.Input((14, 14, 8)), "
@@ -381,7 +382,26 @@ def test_a_strided_transposed_convolution_dilates_its_input_for_the_kernel_gradi
     assert any(t["name"].endswith("dilated input") and t["bytes"] == 16 * 30 * 30 * 8 * 4
                for t in train.peak_at["tensors"])
     infer = estimate(graph_of(body, batch=16, optimizer="sgd", mode="infer"), profile=XLA)
-    assert not any("dilated" in t["name"] for t in infer.peak_at["tensors"])
+    assert any(t["name"].endswith("dilated input") and t["bytes"] == 16 * 30 * 30 * 8 * 4
+               for t in infer.peak_at["tensors"])
+
+
+@pytest.mark.parametrize("filters, kernel, want", [
+    (1, 3, [("dilated input", (None, 30, 30, 8))]),  # a convolution over the dilated input
+    (16, 3, [("padded output", (None, 29, 29, 16))]),  # backward-data, uneven "same" padding
+    (16, 5, [("padded output", (None, 29, 29, 16))]),
+    (16, 4, []),  # kernel minus stride even: no padded copy
+    (8, 2, []),
+])
+def test_what_a_strided_transposed_convolution_makes_while_it_runs(filters, kernel, want):
+    from memlint.layers.base import REGISTRY
+
+    kind = REGISTRY["Conv2DTranspose"]
+    config = kind.configure(Args([filters, kernel], {"strides": 2, "padding": "same"}))
+    found = [(s.what, s.shape) for s in kind.saved(config, (None, 14, 14, 8), (None, 28, 28,
+                                                                                   filters))
+             if s.when == "forward"]
+    assert found == want
 
 
 # ---------------------------------------------------------------- the largest batch size

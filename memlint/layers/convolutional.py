@@ -304,10 +304,12 @@ class _ConvTranspose(_Conv):
         return out
 
     def saved(self, config, input_shape, output_shape):
-        """Its input; with strides, while the kernel's gradient is computed, the zero-dilated
-        input padded to the output plus the kernel (XLA on a GPU: that copy, then an unpadded
-        transposed one in the same place; the forward pass runs as cuDNN's backward-data
-        convolution and needs neither)."""
+        """Its input, and with strides the scratch XLA on a GPU plans (measured on H100
+        plans; docs/memory-model-v2.md): a single output channel runs as a convolution over
+        the zero-dilated input padded to the output plus the kernel; more channels run as
+        cuDNN's backward-data convolution, into an output padded by one where ``"same"``
+        padding is uneven (kernel minus stride odd); the kernel's gradient is computed over
+        the padded dilated input."""
         out = list(super().saved(config, input_shape, output_shape))
         if all(s == 1 for s in config["strides"]) or input_shape is None \
                 or output_shape is None:
@@ -318,13 +320,20 @@ class _ConvTranspose(_Conv):
         if any(not isinstance(d, int) for d in ins[spatial] + outs[spatial]):
             return out
         channels = ins[1] if first else ins[-1]
-        padded = [o + (k - 1) * d for o, k, d in zip(outs[spatial], config["kernel_size"],
+        kernel, strides = config["kernel_size"], config["strides"]
+        padded = [o + (k - 1) * d for o, k, d in zip(outs[spatial], kernel,
                                                      config["dilation_rate"])]
 
-        def shaped(dims):
-            return tuple([None, channels] + dims if first else [None] + dims + [channels])
-        return out + [Saved("dilated input", shaped(padded), needed_for="weights",
-                            when="backward")]
+        def shaped(dims, depth):
+            return tuple([None, depth] + dims if first else [None] + dims + [depth])
+        dilated = shaped(padded, channels)
+        if config["filters"] == 1:
+            out.append(Saved("dilated input", dilated, when="forward"))
+        elif config["padding"] == "same" and any((k - s) % 2 for k, s in zip(kernel, strides)):
+            wider = [o + (k - s) % 2 for o, k, s in zip(outs[spatial], kernel, strides)]
+            out.append(Saved("padded output", shaped(wider, config["filters"]),
+                             when="forward"))
+        return out + [Saved("dilated input", dilated, needed_for="weights", when="backward")]
 
 
 @register
