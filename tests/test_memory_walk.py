@@ -404,6 +404,27 @@ def test_what_a_strided_transposed_convolution_makes_while_it_runs(filters, kern
     assert found == want
 
 
+def test_data_parallelism_keeps_every_gradient_and_a_combined_copy_for_the_all_reduce():
+    """Over several replicas every gradient waits for the all-reduce, and the gradients up to
+    XLA's 30 MiB combine threshold are copied into the buffer it reduces."""
+    body = ("model = keras.Sequential([keras.Input((2048,)), L.Dense(4096), L.Dense(2048), "
+            "L.Dense(10)])")
+    one = graph_of(body, batch=64, optimizer="sgd")
+    many = graph_of(body, batch=64, optimizer="sgd")
+    many.setup = replace(many.setup, replicas=4)
+    alone, spread = estimate(one, profile=XLA), estimate(many, profile=XLA)
+    grads = one.trainable_params * 4
+    big = 2048 * 4096 * 4  # 32 MiB: reduced in place, not combined
+    moment = [m for m in spread.timeline if m["layer"] == "all-reduce"]
+    assert [m["phase"] for m in moment] == ["update"]
+    update = [m for m in spread.timeline if m["layer"] == "optimizer"][0]["bytes"]
+    # every gradient is alive at both moments; the all-reduce adds the combined copy (the
+    # biases and the small kernel; allocator rounding of 64 bytes)
+    assert 0 <= moment[0]["bytes"] - update - (grads - 2 * big) < 64
+    assert spread.peak >= one.params * 4 + 2 * grads - 2 * big
+    assert not [m for m in alone.timeline if m["layer"] == "all-reduce"]
+
+
 # ---------------------------------------------------------------- the largest batch size
 
 @pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH])

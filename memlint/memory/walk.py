@@ -60,6 +60,9 @@ KINDS = {
 }
 
 
+ALL_REDUCE_COMBINE_BYTES = 30 * 2 ** 20  # XLA's all-reduce combine threshold (GPU default)
+
+
 @dataclass
 class Buffer:
     """One allocation: ``per_sample * batch + fixed`` bytes."""
@@ -273,6 +276,10 @@ class Walk:
             for record in reversed(calls):
                 if record is not None:
                     self.backward(record)
+            combined = self.all_reduce_copy()
+            if combined is not None:
+                self.event("update", "all-reduce")
+                self.release(combined)
             self.event("update", "optimizer")
         else:
             self.event("forward", "end")
@@ -685,8 +692,32 @@ class Walk:
         return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
 
     def keep_all_grads(self) -> bool:
-        """Loss scaling (mixed_float16) under XLA checks every gradient before any update."""
-        return self.prec.loss_scaling and self.profile.sign == "xla"
+        """Loss scaling (mixed_float16) under XLA checks every gradient before any update;
+        data parallelism reduces every gradient over the replicas before any update."""
+        return (self.prec.loss_scaling and self.profile.sign == "xla") or self.data_parallel
+
+    @property
+    def data_parallel(self) -> bool:
+        return self.train and (self.setup.replicas or 1) > 1
+
+    def all_reduce_copy(self) -> Optional[Buffer]:
+        """Data parallelism: the gradients copied into the buffers the all-reduce runs on
+        (XLA's all-reduce combiner concatenates every gradient up to 30 MiB; TensorFlow's
+        NCCL packing and PyTorch DDP's buckets copy them likewise), alive beside the
+        gradients themselves (measured: docs/gpu-verification.md, several GPUs)."""
+        if not self.data_parallel:
+            return None
+        limit = ALL_REDUCE_COMBINE_BYTES if self.profile.sign == "xla" else None
+        size = 0
+        for layer in self.graph.layers:
+            for w in layer.weights:
+                if w.trainable:
+                    one = w.size * (w.itemsize or self.prec.variable_bytes)
+                    if limit is None or one <= limit:
+                        size += one
+        if not size:
+            return None
+        return self.alloc(0, size, "scratch", "gradients combined for the all-reduce")
 
     def unhold(self, item) -> None:
         if isinstance(item, Buffer):
