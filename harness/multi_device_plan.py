@@ -486,7 +486,9 @@ def memlint_side(row: dict) -> dict:
     """memlint's per-device estimate (``xla`` profile) of a row's configuration, with the
     optimizer Keras compiled, and its estimate of the one-device twin."""
     from harness import proxy
+    from harness.gpu_targets import targets
 
+    capability = tuple(targets()[row["target"]]["compute_capability"])
     graph, per_device = _memlint_graph(row["memlint_input"], row["model"])
     setup = graph.setup
     config = {"mode": "train", "optimizer": row["optimizer"],
@@ -499,14 +501,16 @@ def memlint_side(row: dict) -> dict:
     if setup.batch_size is None:
         out["error"] = "memlint gives no per-device batch"
         return out
-    breakdown = proxy.memlint_estimate(per_device, {**config, "batch": setup.batch_size})
+    breakdown = proxy.memlint_estimate(per_device, {**config, "batch": setup.batch_size},
+                                       compute_capability=capability)
     categories = {k: v for k, v in breakdown.as_dict().items() if k != "peak"}
     out.update(peak=breakdown.peak, parts={p.name: p.bytes for p in breakdown.parts},
                categories=categories)
     gradients = per_device.trainable_params * 4  # float32 variables, float32 gradients
     out["with_all_reduce"] = all_reduce_term(breakdown.peak, categories, gradients)
     twin_graph, twin_memory = _memlint_graph(row["memlint_twin_input"], row["model"])
-    twin = proxy.memlint_estimate(twin_memory, {**config, "batch": twin_graph.setup.batch_size})
+    twin = proxy.memlint_estimate(twin_memory, {**config, "batch": twin_graph.setup.batch_size},
+                                  compute_capability=capability)
     out.update(twin_batch=twin_graph.setup.batch_size, twin_peak=twin.peak)
     return out
 
