@@ -146,9 +146,10 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
                 *(_line_col(graph.location))))
         place(graph.setup, settings.gpus, report.memory_caps)  # per-GPU batch
         report.models.append(graph)
-        report.breakdowns.append(estimate(memory_graph(graph), graph.setup,
-                                          profile=profile_for(graph.setup.backend,
-                                                              graph.setup.jit_compile)))
+        report.breakdowns.append(estimate(
+            memory_graph(graph), graph.setup,
+            profile=profile_for(graph.setup.backend, graph.setup.jit_compile),
+            compute_capability=budget.compute_capability if budget is not None else None))
     if budget is not None and models:
         # the process's own caps and its backend's reserve decide what each GPU offers
         budget = report.budget = process_budget(budget, report.memory_caps,

@@ -42,6 +42,7 @@ class Budget:
     cap_source: str = ""
     reserve_source: str = "TensorFlow's default"  # whose reserve framework_reserve is
     devices: int = 1  # GPUs each holding one replica (the budget is per device)
+    compute_capability: Optional[str] = None  # the card's, when --gpu names one ("7.5")
 
     @property
     def reserve(self) -> int:
@@ -119,7 +120,8 @@ def resolve_budget(spec: str, *, cuda_context: Optional[int] = None,
     budget = Budget(label=spec, device=device, total=total, cuda_context=context,
                     framework_reserve=framework,
                     reserve_source="configured" if reserve is not None else
-                    "TensorFlow's default")
+                    "TensorFlow's default",
+                    compute_capability=str(capability) if capability else None)
     if budget.usable <= 0:
         raise ValueError(
             f"--gpu {spec!r} leaves no usable memory: the CUDA context "

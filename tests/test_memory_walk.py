@@ -524,3 +524,23 @@ def test_memory_imports_no_frontend():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             assert not any(n.startswith("memlint.frontends") for n in names), path.name
+
+
+def test_the_gpu_named_on_the_command_line_decides_the_pre_ampere_workspace(tmp_path, capsys):
+    """``--gpu t4`` (compute capability 7.5) under XLA adds cuBLAS's 4 MiB workspace while a
+    matrix product runs; a bare size names no architecture and adds none."""
+    import json
+
+    from memlint.cli import main
+
+    path = tmp_path / "m.py"
+    path.write_text(HEAD + "model = keras.Sequential([keras.Input((64,)), L.Dense(32), "
+                    "L.Dense(2)])\nmodel.compile(optimizer='adam', loss='mse')\n"
+                    "model.fit(x, y, batch_size=16)\n")
+    peaks = {}
+    for gpu in ("t4", "16GiB", "h100"):
+        main(["report", str(path), "--backend", "jax", "--gpu", gpu, "--output-format", "json",
+              "--no-cache"])
+        peaks[gpu] = json.loads(capsys.readouterr().out)["models"][0]["memory"]["peak"]
+    assert peaks["16GiB"] == peaks["h100"]
+    assert peaks["t4"] - peaks["16GiB"] >= 4 * 2 ** 20
