@@ -211,7 +211,7 @@ class ModelGraph:
     sized: Optional["ModelGraph"] = None
     # the layers the memory model's opened graph took from inside models used as layers
     # (memlint.memory.nesting): a tensor of theirs that nothing reads is not a model output
-    opened_inner: frozenset = frozenset()
+    opened_inner: tuple = ()  # (a tuple: the result cache stores graphs as JSON)
 
     def for_memory(self) -> "ModelGraph":
         """The graph the memory model and the budget rules read: sized by its data if it

@@ -31,8 +31,9 @@ def opened(graph: ModelGraph) -> ModelGraph:
     layers = opener.nodes(top)
     # a layer inside whose tensors nothing reads is no model output, unless it makes an
     # output of the nested call (a model that ends in a nested model)
-    inside = frozenset(layer.name for layer in layers if layer.name not in
-                       {node.name for node in graph.layers} and layer.name not in opener.exposed)
+    own = {node.name for node in graph.layers}
+    inside = tuple(layer.name for layer in layers
+                   if layer.name not in own and layer.name not in opener.exposed)
     return replace(graph, layers=layers, sized=None, opened_inner=inside)
 
 
