@@ -7,18 +7,22 @@ metadata and the example-based tests.  In an installed wheel it lives in
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 _PACKAGE_DIR = Path(__file__).resolve().parent
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
 
 def load_yaml(text: str):
-    """Parse YAML safely, with the C loader when available (memlint reads YAML every run)."""
-    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    """Parse YAML safely, with the C loader when available (PyYAML is imported on first use:
+    a run whose catalog snapshot is fresh never needs it)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
 
 def catalog_dir() -> Path:
@@ -31,12 +35,36 @@ def catalog_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def load_catalog() -> dict:
-    """All rules by code, in code order."""
+    """All rules by code, in code order.  The parsed catalog is kept as a JSON snapshot in
+    the cache folder, named by a hash of the YAML files' contents (a changed, corrupt or
+    missing snapshot is rebuilt from the YAML)."""
+    texts = [path.read_bytes() for path in sorted(catalog_dir().glob("MEM*.yaml"))]
+    digest = hashlib.sha256(b"\0".join(texts)).hexdigest()[:32]
+    snapshot = _snapshot_dir() / f"catalog-{digest}.json"
+    try:
+        rules = json.loads(snapshot.read_text(encoding="utf-8"))
+        if isinstance(rules, dict) and len(rules) == len(texts):
+            return rules
+    except (OSError, ValueError):
+        pass
     rules = {}
-    for path in sorted(catalog_dir().glob("MEM*.yaml")):
-        data = load_yaml(path.read_text(encoding="utf-8"))
+    for text in texts:
+        data = load_yaml(text.decode("utf-8"))
         rules[data["id"]] = data
+    try:
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        temporary = snapshot.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(rules), encoding="utf-8")
+        os.replace(temporary, snapshot)
+    except (OSError, TypeError, ValueError):
+        pass  # a snapshot only saves time
     return rules
+
+
+def _snapshot_dir() -> Path:
+    from memlint.cache import default_dir
+
+    return default_dir()
 
 
 def rule_info(code: str) -> dict:

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
 from memlint.catalog import load_yaml
 
 if sys.version_info >= (3, 11):
@@ -185,6 +183,8 @@ class ConfigFile:
 def _read_config(directory: Path) -> Optional[ConfigFile]:
     yaml_path = directory / ".memlint.yaml"
     if yaml_path.is_file():
+        import yaml  # only a folder with a .memlint.yaml needs the YAML parser
+
         try:
             data = load_yaml(yaml_path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:

@@ -159,7 +159,8 @@ def test_entry_on_the_fixture_project():
 
 def test_entry_bounded_by_the_step_budget():
     source = "def build():\n    while_ = 0\n    for i in range(10**9):\n" \
-             "        for j in range(10**9):\n            while_ = while_ + 1\n"
+             "        for j in range(10**9):\n            while_ = while_ + 1\n" \
+             "    return while_\n"
     result = analyze_source(source, "f.py", entry="build")
     assert any(d.code == "MEM903" for d in result.diagnostics)
 

@@ -158,7 +158,8 @@ def test_while_loop_on_unknown_condition_stops_with_a_note():
 def test_while_true_is_bounded():
     from memlint.frontends.keras import analyze_source
 
-    result = analyze_source("n = 0\nwhile True:\n    n += 1\n", "w.py")
+    result = analyze_source("import keras\nn = 0\nwhile True:\n    n += 1\n"
+                            "keras.layers.Dense(n)\n", "w.py")
     assert any(d.code == "MEM903" for d in result.diagnostics)
 
 

@@ -121,17 +121,30 @@ def test_pathological_input_keeps_small_values(name):
     assert not value_size_problems(interp.globals.values())
 
 
+def used(source: str, name: str) -> str:
+    """``source`` and a layer reading ``name``: code whose result a model depends on, which
+    the analysis evaluates (code nothing reads is skipped, see test_frontend_slicing.py)."""
+    return f"{source}import keras\nkeras.layers.Dense({name})\n"
+
+
+NEEDED = {"while_true": used("n = 0\nwhile True:\n    n += 1\n", "n"),
+          "recursion": CASES["recursion"], "fan_out": CASES["fan_out"],
+          **{name: used(CASES[name], var) for name, var in (
+              ("nested_comprehension", "x"), ("loop_over_huge_range", "x"),
+              ("long_chain", "x"), ("many_medium_lists", "d"))}}
+
+
 def test_the_step_budget_is_enforced_at_any_size(monkeypatch):
     monkeypatch.setattr(frontend_interpreter, "MAX_STEPS", 500)
     for name in ("while_true", "recursion", "fan_out", "nested_comprehension"):
-        result = analyze_source(CASES[name], f"{name}.py")
+        result = analyze_source(NEEDED[name], f"{name}.py")
         assert result.work["steps"] == 500, name
         assert "MEM903" in {d.code for d in result.diagnostics}, name
 
 
 def test_the_allocation_budget_is_enforced_at_any_size(monkeypatch):
     monkeypatch.setattr(frontend_state, "MAX_ALLOCATED", 25_000)
-    result = analyze_source(CASES["many_medium_lists"], "lists.py")
+    result = analyze_source(NEEDED["many_medium_lists"], "lists.py")
     assert result.work["allocated"] == 20_000  # two lists of 10,000; the third is refused
     assert "MEM903" in {d.code for d in result.diagnostics}
 
@@ -139,7 +152,7 @@ def test_the_allocation_budget_is_enforced_at_any_size(monkeypatch):
 def test_limits_are_reported():
     for name in ("loop_over_huge_range", "recursion", "fan_out", "long_chain",
                  "many_medium_lists", "nested_comprehension"):
-        codes = {d.code for d in analyze_source(CASES[name], "x.py").diagnostics}
+        codes = {d.code for d in analyze_source(NEEDED[name], "x.py").diagnostics}
         assert "MEM903" in codes, name
 
 

@@ -241,7 +241,7 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
                            f"cannot parse this file: {exc.message}")
         return FrontendResult(diagnostics=state.diagnostics)
     work["parsed"] = 1
-    interpreter = Interpreter(module, state, roots)
+    interpreter = Interpreter(module, state, roots, slicing=True)
     work["interpreter"] = interpreter  # its counters, read when the analysis ends
     _record_project_use(interpreter.project, state)
     interpreter.run()

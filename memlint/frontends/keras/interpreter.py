@@ -23,6 +23,7 @@ from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
 from memlint.frontends.keras.names import canonical
+from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
 from memlint.frontends.keras.values import ModuleValue, Ref, Unknown, UserFunction
 from memlint.ir import Location
@@ -125,7 +126,8 @@ class _Return(Exception):
 class Interpreter(ExpressionEvaluator):
     """Evaluates one module; results accumulate in :class:`FileState`."""
 
-    def __init__(self, module: cst.Module, state: FileState, roots: tuple = ()):
+    def __init__(self, module: cst.Module, state: FileState, roots: tuple = (),
+                 slicing: bool = False):
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.positions = self.wrapper.resolve(PositionProvider)
         self.state = state
@@ -144,6 +146,9 @@ class Interpreter(ExpressionEvaluator):
         self.longest_loop = 0  # most iterations one for/while loop ran (MAX_LOOP_ITERATIONS)
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
         self._capture_depth = -1  # call depth of the generator run by first_yield
+        # with ``slicing``: what nothing the models depend on reads is skipped (slicing.py)
+        self.slicer = Slicer(self, enabled=slicing)
+        self.skips: frozenset = frozenset()  # ids of the current scope's skipped statements
 
     # ------------------------------------------------------------------ helpers
 
@@ -161,8 +166,11 @@ class Interpreter(ExpressionEvaluator):
 
     def run(self) -> None:
         """Evaluate the whole module, stopping cleanly when the budget runs out."""
+        body = list(self.wrapper.module.body)
+        self.skips = self.slicer.module_skips(body)
         try:
-            for stmt in self.wrapper.module.body:
+            for index, stmt in enumerate(body):
+                self.skips = self.slicer.before_top_level(body, index, self.skips)
                 try:
                     self.exec_statement(stmt)
                 except (BudgetExceeded, _Return, _LoopControl, RecursionError, MemoryError):
@@ -220,6 +228,9 @@ class Interpreter(ExpressionEvaluator):
 
     def exec_statement(self, stmt: cst.CSTNode) -> None:
         self.tick(stmt)
+        if id(stmt) in self.skips:  # nothing that runs reads what it writes (slicing.py)
+            self.slicer.skipped.add(id(stmt))
+            return
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.exec_small(small)
@@ -394,11 +405,12 @@ class Interpreter(ExpressionEvaluator):
         What it leaves in the file's state (models built at its module level, notes about its
         own code, definitions) is dropped: only the names it defines are kept."""
         state = self.state
-        saved = (self.globals, self.scope, self.outer, self.global_names, self.anchor)
+        saved = (self.globals, self.scope, self.outer, self.global_names, self.anchor,
+                 self.skips)
         marks = (len(state.models), len(state.diagnostics), len(state.definitions),
                  len(state.star_imports), len(state.unresolved), set(state._seen_notes))
         self.globals = self.scope = value.names
-        self.outer, self.global_names = (), set()
+        self.outer, self.global_names, self.skips = (), set(), frozenset()
         self.anchor = self.anchor or anchor
         state.quiet += 1
         try:
@@ -413,7 +425,8 @@ class Interpreter(ExpressionEvaluator):
                     state.note_internal(self.location(stmt), f"module '{value.name}'", exc)
         finally:
             state.quiet -= 1
-            self.globals, self.scope, self.outer, self.global_names, self.anchor = saved
+            (self.globals, self.scope, self.outer, self.global_names, self.anchor,
+             self.skips) = saved
             state.imported_models.extend(state.models[marks[0]:])
             del state.models[marks[0]:]
             del state.diagnostics[marks[1]:]
@@ -648,7 +661,9 @@ class Interpreter(ExpressionEvaluator):
             return Unknown(f"result of '{fn.name}' (arguments do not match)")
         self.state.definitions[:] = [d for d in self.state.definitions
                                      if not (d[0] == "function" and d[1] == fn.name)]
-        saved = (self.scope, self.outer, self.global_names, self.globals, self.anchor)
+        saved = (self.scope, self.outer, self.global_names, self.globals, self.anchor,
+                 self.skips)
+        self.skips = self.slicer.function_skips(fn, local)
         self.scope, self.outer, self.global_names = local, fn.closure, set()
         if fn.module_globals is not None:
             self.globals = fn.module_globals
@@ -673,7 +688,8 @@ class Interpreter(ExpressionEvaluator):
         except _LoopControl:
             result = Unknown(f"result of '{fn.name}'")
         finally:
-            self.scope, self.outer, self.global_names, self.globals, self.anchor = saved
+            (self.scope, self.outer, self.global_names, self.globals, self.anchor,
+             self.skips) = saved
             if foreign:
                 self.state.quiet -= 1
             self.depth -= 1

@@ -1,0 +1,62 @@
+"""Start-up: checking a Python file imports only what that file needs: no ONNX, no YAML once
+the rule catalog's snapshot exists (and no .memlint.yaml is read), and only the reporter the
+output format uses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from memlint import catalog
+from tests.conftest import FIXTURES
+
+# reporters a check printed as text never uses
+OTHER_REPORTERS = {f"memlint.reporters.{name}"
+                   for name in ("json_format", "github", "sarif", "html", "summary")}
+PROBE = """
+import runpy, sys, json
+sys.argv = ["memlint", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("memlint", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("MODULES=" + json.dumps(sorted(sys.modules)))
+"""
+
+
+def imported(tmp_path, *args) -> set:
+    """The modules a memlint run in a fresh interpreter has imported when it ends."""
+    env = {"MEMLINT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(args))],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("MODULES=")][-1]
+    return set(json.loads(line[len("MODULES="):]))
+
+
+def test_checking_a_python_file_imports_no_onnx_yaml_or_other_reporters(tmp_path):
+    target = str(FIXTURES / "small_cnn_fits.py")
+    first = imported(tmp_path, "check", target, "--no-cache")
+    assert "yaml" in first  # the first run parses the catalog and keeps a snapshot
+    modules = imported(tmp_path, "check", target, "--no-cache")
+    assert "memlint.frontends.keras" in modules
+    unwanted = {m for m in modules if m.split(".")[0] in ("onnx", "yaml", "onnxruntime")
+                or m.startswith("memlint.frontends.onnx") or m in OTHER_REPORTERS}
+    assert unwanted == set()
+
+
+def test_the_catalog_snapshot_equals_the_yaml(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLINT_CACHE_DIR", str(tmp_path))
+    catalog.load_catalog.cache_clear()
+    try:
+        parsed = catalog.load_catalog()  # from the YAML, writing the snapshot
+        catalog.load_catalog.cache_clear()
+        assert list(tmp_path.glob("catalog-*.json"))
+        assert catalog.load_catalog() == parsed  # from the snapshot
+        for path in tmp_path.glob("catalog-*.json"):
+            path.write_text("{not json", encoding="utf-8")
+        catalog.load_catalog.cache_clear()
+        assert catalog.load_catalog() == parsed  # a corrupt snapshot is rebuilt
+    finally:
+        catalog.load_catalog.cache_clear()
