@@ -49,8 +49,11 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
-    parser.add_argument("--output-format", choices=("text", "json", "github", "sarif"),
-                        help="output format (default: text; github under GitHub Actions)")
+    parser.add_argument("--output-format",
+                        choices=("full", "concise", "text", "json", "github", "sarif"),
+                        help="output format (default: full, each finding with its source "
+                             "lines; concise: one line each (text is its older name); github "
+                             "under GitHub Actions)")
     parser.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                         help="check files in N processes (default: one per CPU; 1: in this "
                              "process)")
@@ -92,9 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="lowest severity that makes the exit code 1 (default: warning)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true", help="count diagnostics per rule")
+    check.add_argument("--diff", metavar="BASE",
+                       help="also compare each model's memory with the git revision BASE "
+                            "(a branch, tag or commit; read with git, never checked out)")
+    check.add_argument("--job-summary", metavar="FILE",
+                       help="append a Markdown summary table to FILE (default under GitHub "
+                            "Actions: $GITHUB_STEP_SUMMARY)")
 
     report = sub.add_parser("report", help="per-layer table and memory breakdown per model")
     _analysis_options(report)
+    report.add_argument("--html", metavar="FILE",
+                        help="write a self-contained HTML page (memory chart, breakdown, "
+                             "layer table) to FILE instead of printing the report")
 
     rules = sub.add_parser("rules", help="list the rules")
     rules.add_argument("--output-format", choices=("text", "json"), default="text")
@@ -126,7 +138,8 @@ def collect_files(paths: list) -> tuple:
         path = Path(raw)
         if path.is_dir():
             files += sorted(p for p in path.rglob("*") if p.suffix in SOURCE_SUFFIXES
-                            and not any(part.startswith(".") for part in p.parts))
+                            and not any(part.startswith(".")  # hidden below the folder
+                                        for part in p.relative_to(path).parts))
         elif path.exists():
             files.append(path)
         else:
@@ -186,7 +199,7 @@ def _cache(args):
 def _output_format(args) -> str:
     if args.output_format:
         return args.output_format
-    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "full"
 
 
 def cmd_check(args) -> int:
@@ -194,7 +207,11 @@ def cmd_check(args) -> int:
     from memlint.reporters import reporter
 
     reports, errors = run_analysis(args)
+    args.sources = _sources(reports)
+    if getattr(args, "diff", None):
+        _add_memory_diff(args, reports)
     sys.stdout.write(reporter(_output_format(args)).render_check(reports, errors, args))
+    _write_job_summary(args, reports, errors)
     if errors:
         for message in errors:
             print(f"memlint: {message}", file=sys.stderr)
@@ -206,13 +223,71 @@ def cmd_check(args) -> int:
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 
+def _sources(reports: list) -> dict:
+    """Path -> text of the checked source files with diagnostics (for source context and
+    ``# noqa``); files that cannot be read are left out."""
+    out = {}
+    for report in reports:  # models too: a --diff finding may point at them
+        if (report.diagnostics or report.models) and \
+                not str(report.path).lower().endswith(".onnx"):
+            try:
+                out[report.path] = Path(report.path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
+def _add_memory_diff(args, reports: list) -> None:
+    """``--diff BASE``: the models at BASE against these reports (``args.memory_diff``), and
+    MEM007 findings added to the reports."""
+    from memlint.base_run import RevisionError, memory_diff
+    from memlint.diff import DiffOptionError, growth_findings
+
+    try:
+        diff = memory_diff(args, reports, run_analysis)
+        growth_findings(diff, reports, args.sources)
+    except (RevisionError, DiffOptionError) as exc:
+        raise UsageError(str(exc)) from None
+    args.memory_diff = diff
+
+
+def _write_job_summary(args, reports: list, errors: list) -> None:
+    """Append the Markdown summary to ``--job-summary FILE`` or, under GitHub Actions, to
+    ``$GITHUB_STEP_SUMMARY``; a file that cannot be written is a warning on stderr."""
+    target = getattr(args, "job_summary", None)
+    if not target and os.environ.get("GITHUB_ACTIONS") == "true":
+        target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    from memlint.reporters.summary import markdown
+
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(markdown(reports, errors, getattr(args, "memory_diff", None)))
+    except OSError as exc:
+        print(f"memlint: warning: cannot write the job summary to {target}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+
+
 def cmd_report(args) -> int:
     from memlint.reporters import reporter
 
     reports, errors = run_analysis(args)
+    if args.html:
+        from memlint.reporters.html import page
+        try:
+            Path(args.html).write_text(page(reports, errors), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.html}: {exc.strerror or exc}") from None
+        models = sum(len(r.models) for r in reports)
+        print(f"Wrote {args.html}: {models} model{'s' if models != 1 else ''} from "
+              f"{len(reports)} file{'s' if len(reports) != 1 else ''}.")
+        for message in errors:
+            print(f"memlint: {message}", file=sys.stderr)
+        return EXIT_ERROR if errors else EXIT_CLEAN
     fmt = _output_format(args)
-    sys.stdout.write(reporter("text" if fmt == "github" else fmt).render_report(reports, errors,
-                                                                                args))
+    sys.stdout.write(reporter("text" if fmt in ("github", "full", "concise") else fmt)
+                     .render_report(reports, errors, args))
     for message in errors:
         print(f"memlint: {message}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_CLEAN

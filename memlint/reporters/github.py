@@ -52,9 +52,22 @@ def ranked(diagnostics: list) -> list:
     return sorted(diagnostics, key=key)
 
 
+def diff_notice(diff) -> list:
+    """One notice with the memory diff's lines (first: GitHub shows ten notices a step)."""
+    from memlint.reporters.text import diff_lines
+
+    lines = diff_lines(diff)
+    if not lines:
+        return []
+    title = escape_property(lines[0].rstrip(":"))
+    body = "\n".join(line.strip() for line in lines[1:] if line.strip())
+    return [f"::notice title={title}::{escape_data(body)}"]
+
+
 def render_check(reports: list, errors: list, options) -> str:
     diagnostics = [d for r in reports for d in r.diagnostics]
-    lines = [annotation(d) for d in ranked(diagnostics)]
+    lines = diff_notice(getattr(options, "memory_diff", None))
+    lines += [annotation(d) for d in ranked(diagnostics)]
     for message in errors:
         lines.append(f"::error::{escape_data(message)}")
     return "\n".join(lines) + ("\n" if lines else "")

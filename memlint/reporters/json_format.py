@@ -85,18 +85,22 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
     }
 
 
-def document(reports: list, errors: list) -> dict:
-    return {
+def document(reports: list, errors: list, diff=None) -> dict:
+    out = {
         "memlint_version": __version__,
         "diagnostics": [d.as_dict() for r in reports for d in r.diagnostics],
         "models": [model_dict(g, b, r.path, r.budget) for r in reports
                    for g, b in zip(r.models, r.breakdowns)],
         "errors": list(errors),
     }
+    if diff is not None:  # check --diff BASE: memlint.diff.MemoryDiff.as_dict()
+        out["diff"] = diff.as_dict()
+    return out
 
 
 def render_check(reports: list, errors: list, options) -> str:
-    return json.dumps(document(reports, errors), indent=2) + "\n"
+    return json.dumps(document(reports, errors, getattr(options, "memory_diff", None)),
+                      indent=2) + "\n"
 
 
 render_report = render_check

@@ -30,7 +30,7 @@ def _fingerprint(diag) -> str:
     return hashlib.sha256(basis.encode()).hexdigest()[:32]
 
 
-def document(reports: list) -> dict:
+def document(reports: list, diff=None) -> dict:
     catalog = load_catalog()
     rules = [{
         "id": code,
@@ -65,18 +65,17 @@ def document(reports: list) -> dict:
                 "locations": [location],
                 "partialFingerprints": {"memlintFingerprint/v1": _fingerprint(d)},
             })
-    return {
-        "$schema": SCHEMA,
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "memlint", "version": __version__,
-                                      "informationUri": "https://pypi.org/project/memlint/",
-                                      "rules": rules}},
-                  "results": results}],
-    }
+    run = {"tool": {"driver": {"name": "memlint", "version": __version__,
+                               "informationUri": "https://pypi.org/project/memlint/",
+                               "rules": rules}},
+           "results": results}
+    if diff is not None:  # check --diff BASE: the models against the base revision
+        run["properties"] = {"memlintDiff": diff.as_dict()}
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
 def render_check(reports: list, errors: list, options) -> str:
-    return json.dumps(document(reports), indent=2) + "\n"
+    return json.dumps(document(reports, getattr(options, "memory_diff", None)), indent=2) + "\n"
 
 
 render_report = render_check

@@ -35,11 +35,37 @@ def statistics(diagnostics: list) -> list:
     return [f"{n:5d}  {code}  {name}" for (code, name), n in sorted(counts.items())]
 
 
-def render_check(reports: list, errors: list, options) -> str:
+def diff_lines(diff) -> list:
+    """The memory diff against the base revision: changed, new and removed models, one line
+    each, and how many are unchanged ([] without ``--diff``)."""
+    if diff is None:
+        return []
+    lines = [f"Memory against {diff.title}:"]
+    for change in diff.changes:
+        if change.status == "unchanged":
+            continue
+        line = (change.head or change.base).line
+        where = f"{change.path}:{line}" if line else change.path
+        lines.append(f"  {where}: {change.summary}")
+    same = len(diff.with_status("unchanged"))
+    if same:
+        lines.append(f"  {same} model{'s' if same != 1 else ''} unchanged")
+    if not diff.changes:
+        lines.append("  no models in the checked files at either revision")
+    lines.extend(f"  not analysed at {diff.base}: {e}" for e in diff.errors)
+    return lines + [""]
+
+
+def render_check(reports: list, errors: list, options, body: list = None) -> str:
+    """Diagnostics (``body``: their lines as another format prints them; default one line
+    each), statistics, the memory diff, then the summary line."""
     diagnostics = [d for r in reports for d in r.diagnostics]
-    lines = [diagnostic_line(d) for d in diagnostics]
-    if options.statistics and diagnostics:
+    lines = list(body) if body is not None else [diagnostic_line(d) for d in diagnostics]
+    if getattr(options, "statistics", False) and diagnostics:
         lines += ["", *statistics(diagnostics)]
+    diff = diff_lines(getattr(options, "memory_diff", None))
+    if diff:
+        lines += ([""] if lines and lines[-1] else []) + diff
     lines.append(summary_line(diagnostics, len(reports), len(errors)))
     if reports and all(r.budget is None for r in reports) and any(r.models for r in reports):
         lines.append("No GPU budget set (--gpu or `gpu` in config): budget rules MEM001 and "
@@ -62,11 +88,10 @@ def _table(rows: list, header: tuple, right: set) -> list:
     return [fmt(header), rule, *[fmt(r) for r in rows], rule]
 
 
-def model_report(graph, breakdown, budget) -> list:
-    setup = graph.setup
-    compute_bytes = precision(setup.dtype_policy).compute_bytes
-    where = f"{graph.location.path}:{graph.location.line}" if graph.location else "?"
-    lines = [f"Model '{graph.name}' ({graph.kind}) at {where}"]
+def layer_table(graph, breakdown) -> tuple:
+    """(header, rows) of the per-layer table: name (type), output shape, parameters,
+    activation at the batch size, and the line (ONNX: the memory alive after the node)."""
+    compute_bytes = precision(graph.setup.dtype_policy).compute_bytes
     onnx = graph.kind == "ONNX"  # one row per node, with the memory alive after it runs
     live = _live_by_node(graph, breakdown.batch_size) if onnx else {}
     rows = []
@@ -83,6 +108,15 @@ def model_report(graph, breakdown, budget) -> list:
         rows.append(row + (last,))
     header = ("Node (op type)" if onnx else "Layer (type)", "Output Shape", "Param #",
               f"Act. @{breakdown.batch_size}", "Live" if onnx else "Line")
+    return header, rows
+
+
+def model_report(graph, breakdown, budget) -> list:
+    setup = graph.setup
+    where = f"{graph.location.path}:{graph.location.line}" if graph.location else "?"
+    lines = [f"Model '{graph.name}' ({graph.kind}) at {where}"]
+    onnx = graph.kind == "ONNX"
+    header, rows = layer_table(graph, breakdown)
     lines += _table(rows, header, right={2, 3, 4})
     lines += [
         f"Total params: {graph.params:,} ({format_bytes(breakdown.category('weights'))})",
