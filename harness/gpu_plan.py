@@ -698,14 +698,27 @@ def _ordered(row: dict) -> dict:
     return out
 
 
+def without_local_paths(text: str) -> str:
+    """``text`` with this checkout's folder and the interpreter's package folders written as
+    placeholders: stored errors name files the way any checkout would."""
+    import site
+    import sysconfig
+
+    folders = {sysconfig.get_paths().get("purelib"), sysconfig.get_paths().get("platlib"),
+               *site.getsitepackages()}
+    for folder in sorted((f for f in folders if f), key=len, reverse=True):
+        text = text.replace(folder.rstrip("/") + "/", "<site-packages>/")
+    return text.replace(str(ROOT) + "/", "")
+
+
 def save(data: dict, path: Path = DATA) -> None:
-    """One row per line (readable diffs), meta first."""
+    """One row per line (readable diffs), meta first; no local paths in what is stored."""
     rows = [_ordered(r) for r in data["rows"]]
     lines = ["{", f' "meta": {json.dumps(data["meta"], indent=1)},', ' "rows": [']
     lines += [" " + json.dumps(r, sort_keys=False) + ("," if i < len(rows) - 1 else "")
               for i, r in enumerate(rows)]
     lines += [" ]", "}"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(without_local_paths("\n".join(lines) + "\n"), encoding="utf-8")
 
 
 def load(path: Path = DATA) -> dict:

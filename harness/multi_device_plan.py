@@ -626,13 +626,16 @@ _ROW_ORDER = ("id", "target", "group", "note", "keras_file", "keras_text", "mode
 
 
 def save(data: dict, path: Path = DATA) -> None:
-    """One row per line (readable diffs), meta first."""
+    """One row per line (readable diffs), meta first; no local paths in what is stored."""
+    from harness import gpu_plan
+
     rows = [{**{k: r[k] for k in _ROW_ORDER if k in r},
              **{k: v for k, v in r.items() if k not in _ROW_ORDER}} for r in data["rows"]]
     lines = ["{", f' "meta": {json.dumps(data["meta"], indent=1)},', ' "rows": [']
     lines += [" " + json.dumps(r) + ("," if i < len(rows) - 1 else "") for i, r in enumerate(rows)]
     lines += [" ]", "}"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(gpu_plan.without_local_paths("\n".join(lines) + "\n"),
+                    encoding="utf-8")
 
 
 def load(path: Path = DATA) -> dict:
