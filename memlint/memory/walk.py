@@ -149,6 +149,7 @@ class Walk:
         self.pending: dict = {}
         self.trainable_seen = False
         self.kept_grads: list = []
+        self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
         self.weight_grads: dict = {}
         self.calls_left: dict = {}
 
@@ -297,7 +298,7 @@ class Walk:
             sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
             for k, size in enumerate(sizes):
                 if size is not None and not self.pending.get((li, ci, k)) \
-                        and layer.name not in self.graph.opened_inner:
+                        and layer.name not in self.inside:
                     per, fixed = per + size[0], fixed + size[1]
         return per, fixed
 
@@ -416,7 +417,7 @@ class Walk:
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
             t.output = t.uses == 0 and layer.type not in INPUT_TYPES \
-                and layer.name not in self.graph.opened_inner
+                and layer.name not in self.inside
             self.tensors[(li, ci, k)] = t
             outputs.append(t)
 
