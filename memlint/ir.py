@@ -90,6 +90,10 @@ class LayerNode:
     # per call of a model used as a layer (or a layer class of the file): the layer calls it
     # runs inside (InnerCalls), None where they are not known
     inner_calls: list = field(default_factory=list)
+    # the registry layer class the memory model treats the layer as, when ``type`` is a class
+    # of the analysed file derived from it (``class ScaledConv2D(Conv2D)``); "" for such a
+    # class that builds itself; None: ``type`` is its kind
+    kind: Optional[str] = None
 
     @property
     def output_shape(self) -> Optional[OutputShape]:

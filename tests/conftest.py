@@ -36,10 +36,21 @@ def require_keras() -> None:
     pytest.skip("keras is not installed (pip install -e '.[test,oracle]')")
 
 
-def run_oracle(script: str, payload) -> dict:
-    """Run one of the oracle scripts with real Keras in a subprocess; return its JSON answer."""
+def require_tf_keras() -> None:
+    """Skip without tf_keras (the Keras 2 oracle), unless MEMLINT_REQUIRE_ORACLE=1."""
+    if importlib.util.find_spec("tf_keras") is not None:
+        return
+    if os.environ.get("MEMLINT_REQUIRE_ORACLE") == "1":
+        pytest.fail("MEMLINT_REQUIRE_ORACLE=1 but tf_keras is not installed")
+    pytest.skip("tf_keras is not installed (pip install --no-deps 'tf_keras==2.20.*')")
+
+
+def run_oracle(script: str, payload, env: dict | None = None) -> dict:
+    """Run one of the oracle scripts with real Keras in a subprocess; return its JSON answer
+    (``env``: variables added to its environment, e.g. ``TF_USE_LEGACY_KERAS``)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
-               KERAS_BACKEND=os.environ.get("MEMLINT_ORACLE_BACKEND", "tensorflow"))
+               KERAS_BACKEND=os.environ.get("MEMLINT_ORACLE_BACKEND", "tensorflow"),
+               **(env or {}))
     proc = subprocess.run(
         [sys.executable, str(ORACLE / script)],
         input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=1200,

@@ -2,7 +2,9 @@
 trainable / non-trainable parameters.
 
 A fixture written in a spelling modern Keras no longer runs (Keras 1) names a Keras 3 twin
-in a header comment ``# oracle-twin: other_file.py``; real Keras builds the twin.
+in a header comment ``# oracle-twin: other_file.py``; real Keras builds the twin.  A fixture
+written for tf.keras 2 that Keras 3 refuses (``x.shape.as_list()``) says ``# oracle: keras2``:
+Keras 2 (``tf_keras``, ``TF_USE_LEGACY_KERAS=1``, ``tests/oracle/keras2_scripts.py``) builds it.
 
 Every model real Keras is fed (its first ``fit``/``train_on_batch``, else ``predict``, as the
 oracle records it) must be read the same by memlint: mode, batch size and the shapes of the
@@ -13,14 +15,19 @@ data without the batch dimension.  ``fixtures/data_pipelines/`` is checked in
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from memlint.analysis import analyze_file
 from memlint.config import Settings
-from tests.conftest import FIXTURES, require_keras, run_oracle
+from tests.conftest import FIXTURES, require_keras, require_tf_keras, run_oracle
 
 _TWIN = re.compile(r"^#\s*oracle-twin:\s*(\S+)", re.MULTILINE)
+# a fixture written for tf.keras 2 that Keras 3 refuses: the Keras 2 oracle (tf_keras) checks it
+_KERAS2 = re.compile(r"^#\s*oracle:\s*keras2\s*$", re.MULTILINE)
+# a fixture whose models a class or function it never calls builds: the call, run by both
+_ENTRY = re.compile(r"^#\s*oracle-entry:\s*(.+)$", re.MULTILINE)
 
 # the mode memlint must report for the call real Keras took the first batch in
 MODES = {"fit": "train", "train_on_batch": "train", "fit_generator": "train",
@@ -32,6 +39,12 @@ def fixture_files() -> list:
     through the scripts that import them (run alone, their relative imports fail)."""
     return sorted(p for p in FIXTURES.rglob("*.py") if "invalid" not in p.parts
                   and not (p.parent / "__init__.py").exists())
+
+
+def fixture_settings(path) -> Settings:
+    """memlint's settings for a fixture: its ``# oracle-entry:`` call as ``--entry``."""
+    match = _ENTRY.search(path.read_text(encoding="utf-8"))
+    return Settings(entry=match.group(1).strip()) if match else Settings()
 
 
 def oracle_source(path):
@@ -50,7 +63,16 @@ def keras_models(request):
               if item.originalname in ("test_fixture_matches_keras",
                                        "test_fixture_is_fed_as_keras_feeds_it")]
     sources = sorted({str(oracle_source(p)) for p in chosen or FILES})
-    return run_oracle("keras_scripts.py", {"files": sources})["results"]
+    keras2 = [s for s in sources if _KERAS2.search(Path(s).read_text(encoding="utf-8"))]
+    results = {}
+    if len(keras2) < len(sources):
+        results.update(run_oracle("keras_scripts.py", {"files": sorted(
+            set(sources) - set(keras2))})["results"])
+    if keras2:  # written for tf.keras 2: the Keras 2 oracle (tf_keras) builds them
+        require_tf_keras()
+        results.update(run_oracle("keras2_scripts.py", {"files": keras2},
+                                  env={"TF_USE_LEGACY_KERAS": "1"})["results"])
+    return results
 
 
 def _as_lists(shape):
@@ -60,7 +82,7 @@ def _as_lists(shape):
 
 
 def memlint_models(path) -> dict:
-    report = analyze_file(str(path), Settings())
+    report = analyze_file(str(path), fixture_settings(path))
     out = {}
     for graph in report.models:
         out[graph.variable] = {
@@ -105,7 +127,8 @@ def _as_lists_of_shapes(shapes):
 def assert_memlint_reads_what_keras_is_fed(path, fed: dict) -> None:
     """memlint's training setup of each model real Keras fed: mode, batch size, data shapes
     (one per model input, batch dimension excluded)."""
-    models = {graph.variable: graph for graph in analyze_file(str(path), Settings()).models}
+    models = {graph.variable: graph
+              for graph in analyze_file(str(path), fixture_settings(path)).models}
     for variable, record in fed.items():
         assert "error" not in record, f"{variable}: the oracle could not take the first " \
                                       f"batch: {record['error']}"

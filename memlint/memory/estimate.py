@@ -15,7 +15,7 @@ from typing import Optional
 
 from memlint.ir import ModelGraph, TrainingSetup, recorded_batch, with_open_batch
 from memlint.memory.dtypes import precision
-from memlint.memory.nesting import opened
+from memlint.memory.nesting import as_registry_kinds, opened
 from memlint.memory.optimizers import slots_per_variable
 from memlint.memory.tensors import (INPUT_TYPES, VIEW_LAYERS, layer_activation_bytes,
                                     output_bytes, tensor_bytes)
@@ -155,7 +155,7 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     if schedule.sign == "xla" and capability is not None and capability[0] < 8:
         workspace = PRE_AMPERE_GEMM_WORKSPACE
         upcast = prec.policy == "mixed_bfloat16"
-    walked = opened(graph)  # models used as layers run their own layers' calls
+    walked = as_registry_kinds(opened(graph))  # nested models run their layers' calls
     first = Walk(walked, setup, schedule, prec, batch, gemm_workspace=workspace,
                  upcast_bfloat16=upcast).run()
     second = Walk(walked, setup, schedule, prec, batch, stop_at=first.peak_index,

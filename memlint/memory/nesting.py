@@ -37,6 +37,18 @@ def opened(graph: ModelGraph) -> ModelGraph:
     return replace(graph, layers=layers, sized=None, opened_inner=inside)
 
 
+def as_registry_kinds(graph: ModelGraph) -> ModelGraph:
+    """``graph`` with each layer whose class derives from a registry layer (``LayerNode.kind``)
+    walked as that registry class: a ``ScaledConv2D(Conv2D)`` keeps what a Conv2D keeps; a
+    derived class that builds itself has no registry kind (its name may be a registry
+    class's, ``class DepthwiseConv2D(Conv2D)``, while its config is not that class's)."""
+    if not any(layer.kind is not None for layer in graph.layers):
+        return graph
+    layers = [replace(layer, type=layer.kind or "Layer") if layer.kind is not None else layer
+              for layer in graph.layers]
+    return replace(graph, layers=layers)
+
+
 class _Opener:
     def __init__(self):
         self.records = []  # (name, template node, frozen, input shape, output shape, refs)

@@ -14,6 +14,16 @@ input (a dict of inputs in ``keras.tree.flatten`` order: sorted keys).  The firs
 (``fit``, ``train_on_batch``, ``fit_generator``) wins; without one, the first prediction call.
 A batch that cannot be taken is reported as ``{"method", "error"}`` (the script still runs).
 
+Models kept on plain objects are reported too, named ``holder.attribute`` (``gan.discriminator``
+for ``gan = GAN()`` at module level, objects inside objects as ``a.b.c``): those compiled and
+those no other model uses as a layer.  A script whose models are built by a class or function
+it never calls names the call in its header, ``# oracle-entry: Classifier(input_shape=(128,
+1))``: the call runs after the script, and its result (a model, or an object holding models)
+is reported under the called name.  Every compiled model is described with the trainable
+flags it had at its last ``compile()`` (what its train step updates: a GAN's discriminator
+trains its own weights and is frozen inside the combined model); the others as the script
+leaves them.
+
 Data the scripts read is declared in their header (``# oracle-data: ...`` lines) and written,
 as stand-in data, into a temporary working directory the script then runs in (paths stay
 relative, as in real code); ``keras.datasets.*.load_data`` return zero arrays of the real
@@ -25,6 +35,7 @@ the XLA CPU proxy's runner), which documents the header format.
 import contextlib
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -107,6 +118,20 @@ keras.layers.Layer.__call__ = _recording_call
 for _method in _STUBBED:
     setattr(keras.Model, _method, _stub(_method))
 
+_compile = keras.Model.compile
+# id(model) -> (model, [(layer, trainable)] at its last compile, parents before children);
+# kept outside the model, whose attributes Keras would track as layers
+_COMPILED = {}
+
+
+def _recording_compile(self, *args, **kwargs):
+    _COMPILED[id(self)] = (self, [(layer, layer.trainable) for layer in
+                                  self._flatten_layers(include_self=True, recursive=True)])
+    return _compile(self, *args, **kwargs)
+
+
+keras.Model.compile = _recording_compile
+
 offline_datasets()  # keras.datasets.*.load_data: zero arrays of the real shapes, no download
 
 
@@ -133,7 +158,29 @@ def _count(weights):
     return int(sum(int(np.prod(w.shape)) for w in weights))
 
 
+@contextlib.contextmanager
+def _as_compiled(model):
+    """The trainable flags of the model's last compile() while it is described."""
+    flags = _COMPILED.get(id(model), (None, None))[1]
+    if not flags:
+        yield
+        return
+    now = [(layer, layer.trainable) for layer, _ in flags]
+    try:
+        for layer, flag in flags:
+            layer.trainable = flag
+        yield
+    finally:
+        for layer, flag in now:
+            layer.trainable = flag
+
+
 def describe(model):
+    with _as_compiled(model):
+        return _describe(model)
+
+
+def _describe(model):
     layers = []
     for layer in model.layers:
         layers.append({
@@ -152,6 +199,7 @@ def run_file(path):
     project's modules forgotten afterwards (another fixture folder may have a module of the
     same name)."""
     keras.backend.clear_session()
+    _COMPILED.clear()
     path = os.path.abspath(path) if not os.path.isabs(path) else path
     folder = os.path.dirname(os.path.abspath(path))
     before = set(sys.modules)
@@ -164,19 +212,61 @@ def run_file(path):
         with working_directory(data_declarations(source)), \
                 contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON answer
             exec(code, namespace)  # noqa: S102 - the oracle builds our own fixtures with real Keras
+        roots = {name: value for name, value in namespace.items()
+                 if not name.startswith("__")}
+        entry = _ENTRY.search(source)
+        if entry is not None:  # the call the header names, after the script
+            with working_directory(data_declarations(source)), \
+                    contextlib.redirect_stdout(sys.stderr):
+                made = eval(entry.group(1).strip(), namespace)  # noqa: S307 - our fixture
+            called = entry.group(1).split("(")[0].strip()
+            roots = {called: made, **{k: v for k, v in roots.items() if k != called}}
     finally:
         sys.path.remove(folder)
+        local = {"__main__"}  # the modules whose classes are the project's own
         for name in set(sys.modules) - before:
             module_file = getattr(sys.modules[name], "__file__", None) or ""
             if os.path.abspath(module_file).startswith(folder + os.sep):
+                local.add(name)
                 del sys.modules[name]
+    found = {}
+    for name, value in roots.items():
+        if isinstance(value, keras.Model):
+            found.setdefault(name, value)
+    _held_models(roots, found, local)
     models, fed = {}, {}
-    for name, value in namespace.items():
-        if isinstance(value, keras.Model) and not name.startswith("__"):
-            models[name] = describe(value)
-            if getattr(value, "_oracle_fed", None) is not None:
-                fed[name] = value._oracle_fed
+    for name, value in found.items():
+        models[name] = describe(value)
+        if getattr(value, "_oracle_fed", None) is not None:
+            fed[name] = value._oracle_fed
     return {"models": models, "fed": fed}
+
+
+_ENTRY = re.compile(r"^#\s*oracle-entry:\s*(.+)$", re.MULTILINE)
+
+
+def _held_models(roots, found, local):
+    """Models on attributes of objects of the project's own plain classes (``local``: their
+    modules; not layers or models, whose parts are not models of their own):
+    ``holder.attribute``."""
+    named = {id(model) for model in found.values()}
+    seen = set()
+    stack = [(name, value, 0) for name, value in reversed(list(roots.items()))]
+    while stack:
+        path, value, depth = stack.pop()
+        if id(value) in seen or depth > 4 or isinstance(value, (keras.layers.Layer, type)) \
+                or type(value).__module__ not in local:
+            continue
+        seen.add(id(value))
+        attrs = list(vars(value).items()) if hasattr(value, "__dict__") else []
+        for attr, item in attrs:
+            if isinstance(item, keras.Model):
+                used_as_layer = bool(item._inbound_nodes)
+                compiled = id(item) in _COMPILED
+                if id(item) not in named and (compiled or not used_as_layer):
+                    named.add(id(item))
+                    found[f"{path}.{attr}"] = item
+        stack.extend((f"{path}.{attr}", item, depth + 1) for attr, item in reversed(attrs))
 
 
 def main():

@@ -21,9 +21,12 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras.classes import UserClass
+from memlint.frontends.keras.compiled import as_compiled
+from memlint.frontends.keras.held import is_reported, name_held_models
 from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
                                            parse_entry, signature)
 from memlint.frontends.keras.interpreter import Interpreter
+from memlint.frontends.keras.plain_objects import PlainClass
 from memlint.frontends.keras.graphs import aligned_data_shapes, sized_graph, to_graph
 from memlint.frontends.keras.setup import apply_strategy, training_setup
 from memlint.frontends.keras.state import FileState
@@ -245,43 +248,48 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
     work["interpreter"] = interpreter  # its counters, read when the analysis ends
     _record_project_use(interpreter.project, state)
     interpreter.run()
+    roots = dict(interpreter.globals)
     if entry is not None:
-        _run_entry(interpreter, state, entry)
+        entry_name = _run_entry(interpreter, state, entry)
+        held_object = getattr(interpreter, "entry_result", None)
+        if entry_name is not None and held_object is not None:
+            roots = {entry_name: held_object,
+                     **{k: v for k, v in roots.items() if k != entry_name}}
     _build_imported(state)
+    name_held_models(state.models, roots)  # ``gan.discriminator``: models on plain objects
     models = []
     for model in state.models:
-        if model.variable is None and (getattr(model, "inside_class", False) or (
-                getattr(model, "cls", None) is not None and model.as_layer is not None)):
-            # a model made inside a Layer / Model subclass of the file, or a Model subclass
-            # made inline as a layer of another model: a part of that model, not reported
+        if not is_reported(model):  # a part of another model (held.py)
             continue
-        if model.as_layer is not None and not getattr(model, "variable_is_global", False):
-            # made inside a function and used there as a layer of another model (a backbone
-            # from a factory): part of that model, as for Keras; a module-level name for it
-            # would make it a model of its own
-            continue
-        graph = to_graph(state, model, input_override=input_shape)
-        fixed = None
-        if graph.input_shapes:
-            first = graph.input_shapes[0]
-            if first and isinstance(first[0], int) and not isinstance(first[0], bool):
-                fixed = first[0]
-        graph.setup = training_setup(model, state, fixed_batch=fixed)
-        apply_strategy(graph.setup, model, state)
-        fed = aligned_data_shapes(model, graph, graph.setup)
-        if input_shape is not None:
-            # --input-shape sizes what the model leaves open, as data would (a Sequential
-            # takes it as its input outright)
-            fed = [tuple(input_shape[1:])]
-        graph.sized = sized_graph(model, graph, fed)
-        graph.unresolved = [u for u in state.unresolved]
-        models.append(graph)
+        with as_compiled(model):  # its trainable split as its train step has it
+            models.append(_model_graph(state, model, input_shape))
     entries = _note_factories(interpreter, state) if not models and entry is None else []
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
                           memory_caps=list(state.memory_caps),
                           positions=interpreter.positions,
                           internal_errors=state.internal_errors,
                           definitions=state.definitions, entries=entries)
+
+
+def _model_graph(state: FileState, model, input_shape):
+    """One reported model as a :class:`~memlint.ir.ModelGraph` with its training setup and
+    the graph sized by its data."""
+    graph = to_graph(state, model, input_override=input_shape)
+    fixed = None
+    if graph.input_shapes:
+        first = graph.input_shapes[0]
+        if first and isinstance(first[0], int) and not isinstance(first[0], bool):
+            fixed = first[0]
+    graph.setup = training_setup(model, state, fixed_batch=fixed)
+    apply_strategy(graph.setup, model, state)
+    fed = aligned_data_shapes(model, graph, graph.setup)
+    if input_shape is not None:
+        # --input-shape sizes what the model leaves open, as data would (a Sequential
+        # takes it as its input outright)
+        fed = [tuple(input_shape[1:])]
+    graph.sized = sized_graph(model, graph, fed)
+    graph.unresolved = [u for u in state.unresolved]
+    return graph
 
 
 def _build_imported(state: FileState) -> None:
@@ -300,32 +308,37 @@ def _build_imported(state: FileState) -> None:
         del state.unresolved[mark:]
 
 
-def _run_entry(interpreter: Interpreter, state: FileState, entry: str) -> None:
+def _run_entry(interpreter: Interpreter, state: FileState, entry: str) -> Optional[str]:
+    """Run ``--entry``; the name it calls (None when the text is not an entry)."""
     try:
         name, args, kwargs = parse_entry(entry)
     except EntryError as exc:
         state.note_unresolved(Location(state.path, 1, 1), "--entry", str(exc))
-        return
+        return None
     if not interpreter.run_entry(name, args, kwargs):
         found = _factory_list(interpreter)
         hint = f"; model factories in this file: {', '.join(found)}" if found else ""
         state.note_unresolved(Location(state.path, 1, 1), f"--entry {name}",
                               f"no function or class '{name}' is defined in this file{hint}")
+    return name
 
 
 def _factory_list(interpreter: Interpreter) -> list:
+    return [signature(node) for _, _, node in _factories(interpreter)]
+
+
+def _factories(interpreter: Interpreter) -> list:
+    """The file's model factories: functions, Model subclasses and plain classes."""
     model_classes = {k for k, v in interpreter.globals.items()
                      if isinstance(v, UserClass) and v.kind == "model"}
-    return [signature(node) for _, _, node in
-            factories(interpreter.wrapper.module, model_classes)]
+    plain = frozenset(k for k, v in interpreter.globals.items() if isinstance(v, PlainClass))
+    return factories(interpreter.wrapper.module, model_classes, plain)
 
 
 def _note_factories(interpreter: Interpreter, state: FileState) -> list:
     """A file that builds no model but defines functions / classes that build one: say so.
     Returns the factories as ``(name, needs arguments)``."""
-    model_classes = {k for k, v in interpreter.globals.items()
-                     if isinstance(v, UserClass) and v.kind == "model"}
-    found = factories(interpreter.wrapper.module, model_classes)
+    found = _factories(interpreter)
     if not found:
         return []
     names = ", ".join(signature(node) for _, _, node in found)

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
-                                    plain_objects, tensor_ops)
+                                    plain_objects, shape_attrs, tensor_ops)
 from memlint.frontends.keras import arrays
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
@@ -26,7 +26,7 @@ from memlint.ir import OptimizerSpec
 BUILTINS = frozenset({
     "range", "len", "int", "float", "str", "bool", "min", "max", "sum", "abs", "round",
     "list", "tuple", "dict", "print", "zip", "enumerate", "sorted", "reversed", "isinstance",
-    "divmod", "map", "getattr", "any", "all", "chr", "ord",
+    "divmod", "map", "getattr", "any", "all", "chr", "ord", "type",
 })
 
 # Keras 2 functional merge helpers: keras.layers.add([a, b]) -> Add()([a, b])
@@ -79,6 +79,9 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         return found
     if isinstance(base, plain_objects.ArgumentParser):
         return BoundMethod(base, attr)
+    found = shape_attrs.get_attribute(base, attr)  # x._keras_shape, x.get_shape(), ...
+    if found is not shape_attrs.NOT_SHAPE:
+        return found
     if isinstance(base, Array):
         return arrays.get_attribute(base, attr)
     if isinstance(base, (Tensor, Array)):
@@ -248,6 +251,16 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         if isinstance(tensor, Tensor) and tensor.shape is not None:
             return tuple(tensor.shape)
         return Unknown("int_shape of a tensor whose shape is not known statically")
+    if name in ("keras.backend.is_keras_tensor", "keras.utils.is_keras_tensor"):
+        value = args[0] if args else kwargs.get("x")
+        if isinstance(value, (Tensor, Array)):  # a symbolic tensor, or NumPy data
+            return isinstance(value, Tensor)
+        return Unknown("is_keras_tensor() of a value not known statically")
+    if name == "keras.backend.ndim":  # K.ndim(x): the rank, batch included
+        tensor = args[0] if args else kwargs.get("x")
+        if isinstance(tensor, Tensor) and tensor.shape is not None:
+            return len(tensor.shape)
+        return Unknown("ndim of a tensor whose shape is not known statically")
     if name == "keras.backend.image_data_format":
         return state.context.data_format
     if name == "keras.backend.image_dim_ordering":
@@ -380,6 +393,9 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             return Unknown(f"str.{method} failed on these arguments")
     if isinstance(obj, Array):
         return arrays.call_method(obj, method, args, kwargs)
+    found = shape_attrs.call_method(obj, method, args, kwargs)
+    if found is not shape_attrs.NOT_SHAPE:
+        return found
     if isinstance(obj, Tensor) and method == "reshape":
         return Unknown("reshape of data is not evaluated")
     return Unknown(f"method {method}() is not evaluated")
@@ -563,6 +579,14 @@ def _isinstance(value: Any, types: Any) -> Any:
     return isinstance(value, tuple(_PLAIN_TYPES[t.name] for t in wanted))
 
 
+def _type_of(value: Any) -> Any:
+    """``type(x)`` of a plain Python value, as the builtin type it is (``type(x) is list``);
+    the type of anything else is not modelled."""
+    if isinstance(value, (bool, int, float, str, list, tuple, dict, type(None))):
+        return Ref(f"builtins.{type(value).__name__}")
+    return Unknown("type() of a value that is not a plain Python value")
+
+
 def _builtin(state, name: str, args: list, kwargs: dict):
     if any(is_unknown(a) for a in args) or any(is_unknown(v) for v in kwargs.values()):
         return Unknown(f"{name}() of a value not known statically")
@@ -579,6 +603,8 @@ def _builtin(state, name: str, args: list, kwargs: dict):
             return arrays.length(args[0]) if isinstance(args[0], Array) else len(args[0])
         if name == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1])
+        if name == "type" and len(args) == 1 and not kwargs:
+            return _type_of(args[0])
         if name in ("zip", "enumerate", "reversed", "sorted"):
             return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
                          "sorted": sorted}[name](*args, **kwargs))

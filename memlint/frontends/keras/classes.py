@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
+from memlint.frontends.keras import layer_subclasses
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
@@ -41,6 +42,9 @@ class UserClass:
     location: Location
     attrs: dict = field(default_factory=dict)  # class attributes (``units = 3``)
     properties: frozenset = frozenset()  # methods decorated with @property
+    # the registry layer the class derives from (``class DepthwiseConv2D(Conv2D)``), see
+    # :mod:`.layer_subclasses`; None for Layer / Model subclasses
+    registry_base: Optional[str] = None
 
 
 @dataclass(eq=False)
@@ -64,6 +68,9 @@ class ClassObject:
     dtype_policy: Optional[tuple] = None
     input_shape: Any = None  # batch first, from its first call, build() or data
     input_source: str = ""
+    # a class derived from a registry layer: the parent configured by super().__init__
+    base_instance: Any = None
+    parent_call: Optional[tuple] = None  # (args, kwargs) given to super().__init__
 
 
 @dataclass(eq=False)
@@ -109,6 +116,7 @@ def define_class(interp, stmt: cst.ClassDef) -> Optional[UserClass]:
     """The :class:`UserClass` for ``stmt`` when it subclasses a Keras Layer or Model."""
     from memlint.frontends.keras.values import Ref
     kind = None
+    registry_base = None
     inherited: dict = {}
     inherited_attrs: dict = {}
     inherited_properties: frozenset = frozenset()
@@ -118,8 +126,11 @@ def define_class(interp, stmt: cst.ClassDef) -> Optional[UserClass]:
             kind = kind or "model"
         elif isinstance(base, Ref) and base.name in LAYER_BASES:
             kind = kind or "layer"
+        elif layer_subclasses.registry_base(base) is not None and kind is None:
+            kind, registry_base = "layer", layer_subclasses.registry_base(base)
         elif isinstance(base, UserClass):
             kind = kind or base.kind
+            registry_base = registry_base or base.registry_base
             inherited = {**base.methods, **inherited}
             inherited_attrs = {**base.attrs, **inherited_attrs}
             inherited_properties = inherited_properties | base.properties
@@ -153,18 +164,23 @@ def define_class(interp, stmt: cst.ClassDef) -> Optional[UserClass]:
     attrs = {**inherited_attrs,
              **{k: v for k, v in body.items() if not isinstance(v, UserFunction)}}
     return UserClass(stmt.name.value, kind, methods, interp.location(stmt), attrs,
-                     frozenset(properties | inherited_properties))
+                     frozenset(properties | inherited_properties), registry_base)
 
 
 # ---------------------------------------------------------------------- objects
 
 def construct(interp, cls: UserClass, args: list, kwargs: dict, node) -> Any:
+    if cls.registry_base is not None and layer_subclasses.inherits(cls):
+        return layer_subclasses.construct_inherited(interp, cls, args, kwargs, node)
     obj = ClassObject(cls, interp.location(node), interp)
     obj.dtype_policy = (interp.state.dtype_policy, interp.state.dtype_source)
     init = cls.methods.get("__init__")
     before = len(interp.state.models)
     if init is not None:
         run_method(interp, obj, init, args, kwargs, node)
+    elif cls.registry_base is not None:
+        layer_subclasses.init_parent(obj, args, kwargs, node)
+        _name(obj, kwargs)
     else:
         _name(obj, kwargs)
     for model in interp.state.models[before:]:
@@ -230,8 +246,13 @@ def set_attribute(obj: ClassObject, attr: str, value: Any) -> None:
 def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> Any:
     obj = method.obj
     if isinstance(obj, SuperProxy):
+        registry_derived = obj.obj.cls.registry_base is not None
         if method.method == "__init__":
+            if registry_derived:
+                layer_subclasses.init_parent(obj.obj, args, kwargs, node)
             _name(obj.obj, kwargs)
+        elif registry_derived:
+            return layer_subclasses.super_method(obj.obj, method.method, args, kwargs)
         return None
     if method.fn is not None:
         return run_method(interp, obj, method.fn, args, kwargs, node)
@@ -242,6 +263,9 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
         if method.method != "compile":
             args, kwargs = resolve_fed(interp, args, kwargs, node)
         obj.usage.setdefault(method.method, []).append((args, kwargs, loc))
+        if method.method == "compile":
+            from memlint.frontends.keras import compiled
+            compiled.record(obj)
         fed = args[0] if args else kwargs.get("x")
         shape = fed_input_shape(fed) if not isinstance(fed, Tensor) else None
         if shape is None and isinstance(fed, Tensor) and _is_shape(fed.shape) \
@@ -400,6 +424,8 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     node = _LocNode(node_loc)
     if obj.cls.kind == "model" and obj.input_shape is None:
         obj.input_shape, obj.input_source = shapes, f"its first call at line {node_loc.line}"
+    if obj.cls.registry_base is not None:
+        return layer_subclasses.output_for(layer, shapes, node)
     _build_once(obj, shapes, node)
     call = obj.cls.methods.get("call")
     if call is None:

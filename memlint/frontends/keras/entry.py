@@ -2,7 +2,8 @@
 
 ``parse_entry`` reads ``NAME`` or ``NAME(classes=10, input_shape=(32, 32, 3))`` with the
 standard library's parser and literal evaluation only (nothing runs).  ``factories`` lists
-the module-level functions and Model subclasses of a file that look like model builders.
+the module-level functions, Model subclasses and plain classes that hold models (a GAN class,
+a classifier with ``build_model``) of a file that look like model builders.
 """
 
 from __future__ import annotations
@@ -89,17 +90,22 @@ def _returns_value(node: cst.FunctionDef) -> bool:
     return bool(found)
 
 
-def factories(module: cst.Module, model_classes: set) -> list:
+def factories(module: cst.Module, model_classes: set, plain_classes: frozenset = frozenset()
+              ) -> list:
     """``(kind, name, FunctionDef | ClassDef)`` of the module-level model factories:
     functions that return a value and call Model / Sequential / a Model subclass / another
-    factory, and Model subclasses (``model_classes``: their names)."""
+    factory, Model subclasses (``model_classes``: their names), and plain classes
+    (``plain_classes``: their names) whose methods call any of those."""
     functions = {}
     found = []
+    holders = []
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef) and _returns_value(stmt):
             functions[stmt.name.value] = (stmt, _called_names(stmt))
         elif isinstance(stmt, cst.ClassDef) and stmt.name.value in model_classes:
             found.append(("class", stmt.name.value, stmt))
+        elif isinstance(stmt, cst.ClassDef) and stmt.name.value in plain_classes:
+            holders.append((stmt, _called_names(stmt)))
     builders = _MODEL_CALLS | set(model_classes)
     chosen: set = set()
     changed = True
@@ -110,23 +116,44 @@ def factories(module: cst.Module, model_classes: set) -> list:
                 chosen.add(name)
                 changed = True
     found += [("function", name, functions[name][0]) for name in functions if name in chosen]
+    found += [("class", stmt.name.value, stmt) for stmt, called in holders
+              if called & (builders | chosen)]
     order = {id(stmt): i for i, stmt in enumerate(module.body)}
     return sorted(found, key=lambda item: order.get(id(item[2]), 0))
 
 
 def signature(node: cst.CSTNode) -> str:
-    """``name(a, b=...)`` of a FunctionDef (its parameters), or the class name."""
-    if not isinstance(node, cst.FunctionDef):
+    """``name(a, b=...)`` of a FunctionDef (its parameters), or of a class whose
+    ``__init__`` takes arguments; else the class name."""
+    params = _parameters(node)
+    if params is None:
         return node.name.value
-    params = node.params
-    parts = [p.name.value + ("=..." if p.default is not None else "")
-             for p in (*params.posonly_params, *params.params)]
+    parts = [p.name.value + ("=..." if p.default is not None else "") for p in params]
     return f"{node.name.value}({', '.join(parts)})"
 
 
 def needs_arguments(node: cst.CSTNode) -> bool:
-    if not isinstance(node, cst.FunctionDef):
-        return False
+    params = _parameters(node, keyword_only=True)
+    return params is not None and any(p.default is None for p in params)
+
+
+def _parameters(node: cst.CSTNode, keyword_only: bool = False) -> Any:
+    """The parameters a call gives values to: a function's, or a class's ``__init__``'s
+    without ``self`` (None for a class without an ``__init__`` that takes any, and for a
+    Model subclass, whose arguments are Keras's own)."""
+    if isinstance(node, cst.ClassDef):
+        init = next((item for item in (node.body.body if isinstance(
+            node.body, cst.IndentedBlock) else []) if isinstance(item, cst.FunctionDef)
+            and item.name.value == "__init__"), None)
+        if init is None or any(_base_name(arg.value) in ("Model", "Layer")
+                               for arg in node.bases):
+            return None
+        params = _parameters(init, keyword_only)
+        return params[1:] if params else None
     params = node.params
-    return any(p.default is None for p in (*params.posonly_params, *params.params,
-                                           *params.kwonly_params))
+    listed = [*params.posonly_params, *params.params]
+    return listed + list(params.kwonly_params) if keyword_only else listed
+
+
+def _base_name(expr: cst.BaseExpression) -> str:
+    return expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")

@@ -13,9 +13,8 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras import calls, devices, models
+from memlint.frontends.keras import calls, devices, models, star_imports
 from memlint.frontends.keras import arrays
-from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.frontends.keras.values import Array
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
@@ -119,8 +118,9 @@ class ExpressionEvaluator:
             return {"True": True, "False": False, "None": None}[name]
         if name in calls.BUILTINS:
             return Ref(f"builtins.{name}")
-        for module in self.state.star_imports:
-            return Ref(canonical(f"{module}.{name}"))
+        found = star_imports.lookup(self.globals, name)
+        if found is not None:  # ``from some_library import *``
+            return found
         return Unknown(f"name '{name}' is not defined in this file")
 
     def eval_Attribute(self, node):
@@ -316,10 +316,21 @@ class ExpressionEvaluator:
                     return False
                 left = right
                 continue
+            if _is_type(left) or _is_type(right):  # ``type(x) is list``, ``in (list, tuple)``
+                found = _type_comparison(left, right, target.operator)
+                if found is not True:
+                    return found
+                left = right
+                continue
             if not (_is_plain(left) and _is_plain(right)):
                 return Unknown("comparison of values not known statically")
             op = next((fn for cls, fn in _COMPARE.items() if isinstance(target.operator, cls)),
                       None)
+            if op in (operator.is_, operator.is_not) and _is_scalar(left) \
+                    and _is_scalar(right):
+                # ``mode is 'th'``: CPython interns identifier-like strings and small ints,
+                # so the code means ``==`` (of the same type: ``1 is True`` stays false)
+                op = _same_scalar if op is operator.is_ else _other_scalar
             if op is None:
                 return Unknown("comparison operator not evaluated")
             try:
@@ -396,6 +407,40 @@ class ExpressionEvaluator:
         value = self.eval(node.value)
         self.assign(node.target, value)
         return value
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, str))
+
+
+def _same_scalar(left: Any, right: Any) -> bool:
+    return type(left) is type(right) and left == right
+
+
+def _other_scalar(left: Any, right: Any) -> bool:
+    return not _same_scalar(left, right)
+
+
+def _is_type(value: Any) -> bool:
+    """A builtin type (``list``, what ``type(x)`` gives for a plain value), or a tuple of
+    them."""
+    if isinstance(value, tuple) and value:
+        return all(_is_type(v) and not isinstance(v, tuple) for v in value)
+    return isinstance(value, Ref) and value.name.startswith("builtins.")
+
+
+def _type_comparison(left: Any, right: Any, op: cst.CSTNode) -> Any:
+    """``type(x) is list``, ``type(x) == dict``, ``type(x) in (list, tuple)``: decided when
+    both sides are builtin types (a type memlint does not know stays unknown)."""
+    if isinstance(op, (cst.In, cst.NotIn)):
+        if not (_is_type(left) and not isinstance(left, tuple) and isinstance(right, tuple)
+                and _is_type(right)):
+            return Unknown("membership test of a type not known statically")
+        return (left in right) != isinstance(op, cst.NotIn)
+    if not (_is_type(left) and _is_type(right)) or not isinstance(
+            op, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)):
+        return Unknown("comparison of types not known statically")
+    return (left == right) != isinstance(op, (cst.IsNot, cst.NotEqual))
 
 
 def _array_comparison(left: Any, right: Any, op: cst.CSTNode, count: int) -> Any:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Optional
 
-from memlint.frontends.keras import classes
+from memlint.frontends.keras import classes, layer_subclasses
 from memlint.frontends.keras.inner import inner_calls
 from memlint.frontends.keras.models import apply
 from memlint.frontends.keras.nested import (layer_weights, model_weights,
@@ -103,11 +103,12 @@ def _node(layer, call_indices: list) -> LayerNode:
         for record in records:
             inner += record.saved
     node = LayerNode if own is None else partial(ModelNode, own_output=own)
-    made = node(name=layer.name, type=layer.type, location=layer.location,
+    shown, kind = layer_subclasses.node_type(layer)
+    made = node(name=layer.name, type=shown, location=layer.location,
                 config=config, weights=weights, inner_shapes=inner,
                 input_shapes=[r.input_shapes for r in records],
                 output_shapes=[r.output_shape for r in records if r.output_shape is not None]
-                if unresolved is None else [], unresolved=unresolved)
+                if unresolved is None else [], unresolved=unresolved, kind=kind)
     if unresolved is None and isinstance(layer, (classes.ClassLayer, ModelLayer)):
         made.inner_calls = [inner_calls(layer, r, lambda sub, i: _node(sub, [i]))
                             for r in records]

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from memlint.frontends.keras import calls, classes, devices, plain_objects
+from memlint.frontends.keras import calls, classes, devices, plain_objects, star_imports
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
@@ -192,16 +192,21 @@ class Interpreter(ExpressionEvaluator):
         module's last statement would.  False when the file defines no such name."""
         value = self.globals.get(name)
         node = getattr(value, "node", None)
-        if isinstance(value, classes.UserClass):
+        if isinstance(value, (classes.UserClass, plain_objects.PlainClass)):
             node = next((s for s in self.wrapper.module.body
                          if isinstance(s, cst.ClassDef) and s.name.value == name), None)
         if node is None or node not in self.positions or not isinstance(
-                value, (UserFunction, classes.UserClass)):
+                value, (UserFunction, classes.UserClass, plain_objects.PlainClass)):
             return False
         try:
             try:
                 if isinstance(value, UserFunction):
                     result = self.call_function(value, list(args), dict(kwargs), node)
+                elif isinstance(value, plain_objects.PlainClass):
+                    # a class that holds models (a GAN, a classifier with build_model)
+                    result = plain_objects.construct(self, value, list(args), dict(kwargs),
+                                                     node)
+                    self.entry_result = result
                 else:
                     result = classes.construct(self, value, list(args), dict(kwargs), node)
             except (BudgetExceeded, RecursionError, MemoryError):
@@ -322,7 +327,8 @@ class Interpreter(ExpressionEvaluator):
             return
         module = _dotted(node.module)
         if isinstance(node.names, cst.ImportStar):
-            self.state.star_imports.append(canonical(module))
+            for key, value in star_imports.bind_library(self.scope, canonical(module)).items():
+                self.set_name(key, value)
             return
         for alias in node.names:
             name = _dotted(alias.name)
@@ -378,9 +384,9 @@ class Interpreter(ExpressionEvaluator):
                 if root.name.isidentifier() else None
         if isinstance(node.names, cst.ImportStar):
             if isinstance(base, ModuleValue):
-                for key, value in list(base.names.items()):
-                    if not key.startswith("_"):
-                        self.set_name(key, value)
+                for key, value in star_imports.project_names(base.names).items():
+                    self.set_name(key, value)
+                star_imports.add_fallback(self.scope, base.names.get(star_imports.FALLBACK, []))
             return True
         for alias in node.names:
             name = _dotted(alias.name)
@@ -408,7 +414,7 @@ class Interpreter(ExpressionEvaluator):
         saved = (self.globals, self.scope, self.outer, self.global_names, self.anchor,
                  self.skips)
         marks = (len(state.models), len(state.diagnostics), len(state.definitions),
-                 len(state.star_imports), len(state.unresolved), set(state._seen_notes))
+                 len(state.unresolved), set(state._seen_notes))
         self.globals = self.scope = value.names
         self.outer, self.global_names, self.skips = (), set(), frozenset()
         self.anchor = self.anchor or anchor
@@ -431,9 +437,8 @@ class Interpreter(ExpressionEvaluator):
             del state.models[marks[0]:]
             del state.diagnostics[marks[1]:]
             del state.definitions[marks[2]:]
-            del state.star_imports[marks[3]:]
-            del state.unresolved[marks[4]:]
-            state._seen_notes = marks[5]
+            del state.unresolved[marks[3]:]
+            state._seen_notes = marks[4]
 
     def exec_try(self, stmt: cst.Try) -> None:
         """``try``: the body runs; a lookup in it that Python would fail (a missing dict key,

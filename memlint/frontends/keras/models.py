@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
-from memlint.frontends.keras import classes, data, tensor_ops
+from memlint.frontends.keras import classes, compiled, data, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, Partial, SequentialModel, Tensor,
@@ -576,6 +576,8 @@ def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> 
         if method != "compile":
             args, kwargs = data.resolve_fed(interp, args, kwargs, node)
         model.usage.setdefault(method, []).append((args, kwargs, loc))
+        if method == "compile":
+            compiled.record(model)  # what its train step updates (compiled.py)
         fed = args[0] if args else kwargs.get("x")
         if (isinstance(model, SequentialModel) and method in _BUILDING_METHODS
                 and not model.built and data.fed_input_shape(fed) is not None

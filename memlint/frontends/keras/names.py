@@ -13,6 +13,7 @@ _PREFIXES = (
     ("tensorflow.keras.", "keras."),
     ("tensorflow.compat.v1.keras.", "keras."),
     ("tensorflow.compat.v2.keras.", "keras."),
+    ("tf_keras.src.", "keras."),
     ("tf_keras.", "keras."),
     ("keras.src.", "keras."),
     ("tensorflow.optimizers.", "keras.optimizers."),
@@ -32,6 +33,8 @@ _EXACT = {
     "keras.models.model.Model": "keras.Model",
     "keras.models.sequential.Sequential": "keras.Sequential",
     "keras.layers.Input": "keras.Input",
+    "keras.models.Input": "keras.Input",  # Keras 2's keras.models re-exported Input
+    "keras.models.InputLayer": "keras.layers.InputLayer",
     "keras.engine.topology.Input": "keras.Input",
     "keras.engine.input_layer.Input": "keras.Input",
     "keras.layers.InputLayer": "keras.layers.InputLayer",
@@ -51,6 +54,10 @@ _EXACT = {
     "numpy": "numpy",
 }
 
+# modules of keras.backend whose functions the package itself exports
+_BACKEND_MODULES = frozenset({"common", "config", "tensorflow_backend", "theano_backend",
+                              "cntk_backend", "load_backend"})
+
 
 def canonical(dotted: str) -> str:
     """The canonical spelling of a fully qualified name (after import aliases are undone)."""
@@ -63,6 +70,9 @@ def canonical(dotted: str) -> str:
     if dotted in _EXACT:
         return _EXACT[dotted]
     parts = dotted.split(".")
+    if len(parts) == 4 and parts[:2] == ["keras", "backend"] and parts[2] in _BACKEND_MODULES:
+        # keras.backend.common.image_dim_ordering (Keras 2), keras.src.backend.config.X
+        return canonical("keras.backend." + parts[3])
     if len(parts) >= 3 and parts[0] == "keras" and parts[1] == "layers":
         # keras.layers.convolutional.Conv2D, keras.layers.core.Dense -> keras.layers.Conv2D
         dotted = "keras.layers." + parts[-1]
@@ -78,7 +88,8 @@ def layer_class(dotted: str) -> str | None:
     """The layer class name if ``dotted`` is a canonical ``keras.layers.<Class>`` name."""
     if dotted.startswith("keras.layers.") and dotted.count(".") == 2:
         name = dotted.rsplit(".", 1)[1]
-        return name if name[:1].isupper() else None
+        # InputSpec is a class of keras.layers but no layer (a custom layer's input check)
+        return name if name[:1].isupper() and name != "InputSpec" else None
     return None
 
 

@@ -199,6 +199,11 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
 
 def set_attribute(obj: PlainObject, attr: str, value: Any) -> None:
     obj.attrs[attr] = value
+    if getattr(value, "held_by", None) is None and hasattr(value, "usage") \
+            or isinstance(value, PlainObject) and getattr(value, "held_by", None) is None:
+        # a model (or an object holding models) kept on this object: ``self.generator``
+        # names it in reports (held.py)
+        value.held_by = (obj, attr)
 
 
 def namespace(kwargs: dict) -> PlainObject:

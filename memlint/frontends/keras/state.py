@@ -35,7 +35,6 @@ class FileState:
     internal_errors: list = field(default_factory=list)  # one line each: memlint's own bugs
     unresolved: list = field(default_factory=list)  # list[Unresolved], for the models' reports
     definitions: list = field(default_factory=list)  # (kind, name, Location) of defs skipped
-    star_imports: list = field(default_factory=list)
     _name_counts: dict = field(default_factory=dict)
     _seen_notes: set = field(default_factory=set)
     # > 0 while code of an imported project module runs: its notes are not this file's

@@ -1,0 +1,70 @@
+"""Which of the models a file builds are reported, and the names of models that plain
+objects hold.
+
+Keras 2-era code keeps its models on plain classes: a GAN builds ``self.discriminator``,
+``self.generator`` and ``self.combined`` and compiles each, a classifier builds
+``self.model`` in ``build_model``.  A model kept on an attribute is named after the object's
+holder: ``gan.discriminator`` for ``gan = GAN()`` at module level, ``GAN.discriminator`` for
+``--entry GAN()`` or an object no module-level name holds (:func:`name_held_models`).
+
+A model is reported (:func:`is_reported`) unless it is part of another one: made inside a
+Layer / Model subclass of the file, or used as a layer of another model without a name of
+its own at module level.  A compiled model is always its own: it has a train step of its
+own on the GPU, even when it is also a part of another model (a GAN's discriminator).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memlint.frontends.keras.plain_objects import PlainObject
+
+_MAX_DEPTH = 8  # objects holding objects holding models
+
+
+def name_held_models(models: list, roots: dict) -> None:
+    """Name each model held on an attribute of a plain object (``roots``: module-level and
+    ``--entry`` names to their values) unless a module-level variable names it already."""
+    owners: dict = {}
+    for name, value in roots.items():
+        if isinstance(value, PlainObject) and id(value) not in owners:
+            owners[id(value)] = name
+    for model in models:
+        held = getattr(model, "held_by", None)
+        if held is None or getattr(model, "variable_is_global", False):
+            continue
+        model.variable = _path(held, owners)
+        model.held = True
+
+
+def _path(held: tuple, owners: dict) -> str:
+    parts = []
+    obj, attr = held
+    for _ in range(_MAX_DEPTH):
+        parts.append(attr)
+        if id(obj) in owners:
+            parts.append(owners[id(obj)])
+            break
+        outer = getattr(obj, "held_by", None)
+        if outer is None:
+            parts.append(obj.cls.name if obj.cls is not None else "namespace")
+            break
+        obj, attr = outer
+    return ".".join(reversed(parts))
+
+
+def is_reported(model: Any) -> bool:
+    """Whether ``model`` is a model of its own in the report (see the module's docstring)."""
+    if getattr(model, "inside_class", False) and model.variable is None:
+        return False  # made inside a Layer / Model subclass of the file: a part of it
+    if "compile" in model.usage or getattr(model, "held", False) and model.as_layer is None:
+        return True
+    if model.variable is None and (getattr(model, "cls", None) is not None
+                                   and model.as_layer is not None):
+        return False  # a Model subclass made inline as a layer of another model
+    if model.as_layer is not None and not getattr(model, "variable_is_global", False):
+        # made inside a function and used there as a layer of another model (a backbone
+        # from a factory): part of that model, as for Keras; a module-level name for it
+        # would make it a model of its own
+        return False
+    return True

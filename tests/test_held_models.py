@@ -1,0 +1,161 @@
+"""Models kept on plain objects (a GAN class, a classifier with ``build_model``): every model
+they compile is reported, named after its holder, with the trainable split of its own
+compile(); ``--entry`` constructs such a class.  Real Keras checks the fixtures
+(``fixtures/keras2_gan_class.py``, ``fixtures/keras2_classifier_class.py``) in
+``tests/test_fixtures_oracle.py``."""
+
+from __future__ import annotations
+
+import textwrap
+
+from memlint.analysis import analyze_file, analyze_text
+from memlint.config import Settings
+from tests.conftest import FIXTURES
+
+GAN = textwrap.dedent("""
+    import numpy as np
+    from keras.layers import Dense, Input
+    from keras.models import Model, Sequential
+    from keras.optimizers import Adam
+
+
+    class GAN:
+        def __init__(self, latent=4):
+            self.latent = latent
+            self.discriminator = self.build_discriminator()
+            self.discriminator.compile(loss="binary_crossentropy", optimizer=Adam(2e-4))
+            self.generator = self.build_generator()
+            z = Input(shape=(self.latent,))
+            self.discriminator.trainable = False
+            self.combined = Model(z, self.discriminator(self.generator(z)))
+            self.combined.compile(loss="binary_crossentropy", optimizer=Adam(2e-4))
+
+        def build_generator(self):
+            model = Sequential()
+            model.add(Dense(8, input_dim=self.latent))
+            return model
+
+        def build_discriminator(self):
+            model = Sequential()
+            model.add(Dense(3, input_dim=8))
+            model.add(Dense(1))
+            return model
+
+        def train(self, steps, batch_size=16):
+            for _ in range(steps):
+                noise = np.random.normal(0, 1, (batch_size, self.latent))
+                real = np.random.rand(batch_size, 8)
+                fake = self.generator.predict(noise)
+                self.discriminator.train_on_batch(real, np.ones((batch_size, 1)))
+                self.discriminator.train_on_batch(fake, np.zeros((batch_size, 1)))
+                self.combined.train_on_batch(noise, np.ones((batch_size, 1)))
+""")
+MAIN = "\n\nif __name__ == '__main__':\n    gan = GAN()\n    gan.train(3)\n"
+D_PARAMS = (8 * 3 + 3) + (3 + 1)  # 31
+G_PARAMS = 4 * 8 + 8  # 40
+
+
+def by_variable(report) -> dict:
+    return {graph.variable: (graph, breakdown)
+            for graph, breakdown in zip(report.models, report.breakdowns)}
+
+
+def test_every_compiled_model_of_a_plain_class_is_reported_with_its_compile_time_split():
+    models = by_variable(analyze_text(GAN + MAIN, "gan.py", Settings()))
+    assert set(models) == {"gan.discriminator", "gan.combined"}  # the generator: a part only
+    discriminator, d_memory = models["gan.discriminator"]
+    assert (discriminator.trainable_params, discriminator.non_trainable_params) == (D_PARAMS, 0)
+    combined, c_memory = models["gan.combined"]
+    assert (combined.trainable_params, combined.non_trainable_params) == (G_PARAMS, D_PARAMS)
+    # the estimates follow the split: Adam keeps two slots per trainable parameter
+    assert d_memory.category("optimizer") == 2 * 4 * D_PARAMS
+    assert c_memory.category("optimizer") == 2 * 4 * G_PARAMS
+    assert discriminator.setup.mode == "train" and discriminator.setup.batch_size == 16
+    assert combined.setup.batch_size == 16
+
+
+def test_entry_constructs_a_plain_class():
+    report = analyze_text(GAN, "gan.py", Settings(entry="GAN(latent=6)"))
+    models = by_variable(report)
+    assert set(models) == {"GAN.discriminator", "GAN.combined"}
+    combined = models["GAN.combined"][0]
+    assert combined.trainable_params == 6 * 8 + 8
+    assert not [d for d in report.diagnostics if "--entry" in d.message]
+
+
+def test_without_entry_a_plain_class_that_builds_models_is_listed_as_a_factory():
+    report = analyze_text(GAN, "gan.py", Settings())
+    assert report.models == [] and report.entries == [("GAN", False)]
+    (note,) = [d for d in report.diagnostics if "factories" in d.message]
+    assert "GAN(latent=...)" in note.message
+
+
+def test_the_last_compile_decides_and_a_model_never_compiled_keeps_the_final_flags():
+    source = textwrap.dedent("""
+        import keras
+        from keras import layers
+
+        class Holder(object):
+            def __init__(self):
+                self.model = keras.Sequential([keras.Input((4,)), layers.Dense(2),
+                                               layers.Dense(1)])
+                self.model.compile(optimizer="sgd", loss="mse")
+                self.model.layers[0].trainable = False
+                self.model.compile(optimizer="sgd", loss="mse")  # recompiled: frozen first
+                self.model.layers[1].trainable = False  # after the last compile
+                self.probe = keras.Sequential([keras.Input((4,)), layers.Dense(3)])
+                self.probe.trainable = False
+
+        holder = Holder()
+        """)
+    models = by_variable(analyze_text(source, "h.py", Settings()))
+    assert set(models) == {"holder.model", "holder.probe"}  # the probe: used by nothing else
+    model = models["holder.model"][0]
+    assert (model.trainable_params, model.non_trainable_params) == (3, 10)
+    assert models["holder.probe"][0].non_trainable_params == 15
+
+
+def test_objects_inside_objects_and_local_objects_name_their_models():
+    source = textwrap.dedent("""
+        import keras
+        from keras import layers
+
+        class Nets:
+            def __init__(self):
+                self.critic = keras.Sequential([keras.Input((4,)), layers.Dense(1)])
+                self.critic.compile(optimizer="adam", loss="mse")
+
+        class Trainer:
+            def __init__(self):
+                self.nets = Nets()
+
+        def main():
+            trainer = Trainer()
+
+        runner = Trainer()
+        main()
+        """)
+    names = {graph.variable for graph in analyze_text(source, "t.py", Settings()).models}
+    assert names == {"runner.nets.critic", "Trainer.nets.critic"}
+
+
+def test_classifier_fixture_with_entry():
+    path = FIXTURES / "keras2_classifier_class.py"
+    entry = "Classifier(input_shape=(128, 1), nb_classes=5)"
+    (model,) = analyze_file(str(path), Settings(entry=entry)).models
+    assert model.variable == "Classifier.model"
+    assert model.params == 266_373  # real Keras: the same (the oracle tier checks each layer)
+    (other,) = analyze_file(str(path), Settings(
+        entry="Classifier(input_shape=(64, 3), nb_classes=2)")).models
+    assert other.params == 266_373 + 8 * 2 * 128 - (128 * 3 + 3)  # conv1 kernel, dense
+
+
+def test_gan_fixture_reports_each_compiled_model():
+    report = analyze_file(str(FIXTURES / "keras2_gan_class.py"), Settings())
+    models = by_variable(report)
+    assert set(models) == {"dcgan.discriminator", "dcgan.generator", "dcgan.combined"}
+    discriminator = models["dcgan.discriminator"][0]
+    combined = models["dcgan.combined"][0]
+    assert discriminator.non_trainable_params == 384  # the BatchNormalization statistics
+    assert combined.non_trainable_params == discriminator.params + 384
+    assert models["dcgan.generator"][0].setup.mode == "infer"
