@@ -160,8 +160,9 @@ _DATASETS = {
 
 def offline_datasets():
     """Patch every ``keras.datasets.<name>.load_data`` (each import path Keras 3 has) to
-    return zero arrays of the real shapes and dtypes; returns what ``restore_datasets``
-    needs to undo it."""
+    return zero arrays of the real shapes and dtypes, and make pretrained weights offline
+    (``keras.applications.X(weights="imagenet")`` builds what Keras builds for them; the file
+    is neither fetched nor read); returns what ``restore_datasets`` needs to undo it."""
     import importlib
 
     originals = []
@@ -169,18 +170,25 @@ def offline_datasets():
         for prefix in ("keras.src.datasets", "keras.datasets", "keras._tf_keras.keras.datasets"):
             with contextlib.suppress(ImportError):
                 module = importlib.import_module(f"{prefix}.{name}")
-                originals.append((module, getattr(module, "load_data", None)))
+                originals.append((module, "load_data", getattr(module, "load_data", None)))
                 module.load_data = load_data
+    with contextlib.suppress(ImportError):
+        file_utils = importlib.import_module("keras.src.utils.file_utils")
+        model = importlib.import_module("keras.src.models.model").Model
+        originals.append((file_utils, "get_file", file_utils.get_file))
+        originals.append((model, "load_weights", model.load_weights))
+        file_utils.get_file = lambda *args, **kwargs: "pretrained-weights-not-downloaded.h5"
+        model.load_weights = lambda self, *args, **kwargs: None
     return originals
 
 
 def restore_datasets(originals):
     """Undo ``offline_datasets()``."""
-    for module, load_data in reversed(originals):
-        if load_data is None:
-            del module.load_data
+    for owner, attribute, value in reversed(originals):
+        if value is None:
+            delattr(owner, attribute)
         else:
-            module.load_data = load_data
+            setattr(owner, attribute, value)
 
 
 # --- stand-in data declared by the scripts ---------------------------------------------------

@@ -30,6 +30,8 @@ def test_wheel_contains_rule_and_gpu_catalogs(wheel):
     for rule in rules:
         assert f"memlint/catalog/{rule}" in names
     assert "memlint/data/gpus.yaml" in names
+    assert "memlint/data/applications/index.json" in names
+    assert "memlint/data/applications/ResNet50.json.xz" in names
     assert not any(n.startswith(("tests/", "fixtures/")) for n in names)
 
 

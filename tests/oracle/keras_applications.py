@@ -1,8 +1,9 @@
 """Run by tests/test_applications_oracle.py in a subprocess: build Keras applications.
 
 Reads ``{"models": [[key, name, {kwargs}], ...]}`` on stdin and, for each, builds
-``keras.applications.<name>(**kwargs)`` with real Keras (no weights are downloaded: the test
-passes ``weights=None``), then reports its layers as keras_scripts.py does.  Writes JSON.
+``keras.applications.<name>(**kwargs)`` with real Keras, then reports its layers as
+keras_scripts.py does.  Writes JSON.  Nothing is downloaded: importing keras_scripts makes
+pretrained weights offline (``weights="imagenet"`` builds what Keras builds for it).
 """
 
 import json

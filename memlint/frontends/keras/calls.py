@@ -13,7 +13,7 @@ from typing import Any
 
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, shape_attrs, tensor_ops)
-from memlint.frontends.keras import arrays
+from memlint.frontends.keras import applications, arrays
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
@@ -289,7 +289,14 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return _numpy(name, args, kwargs)
     value = keras_utils.utility(name, args, kwargs, state.context.data_format)
     if value is not None:
+        if is_unknown(value) and value.reason.startswith(("Keras refuses", "Keras needs")):
+            state.note_error(interp.location(node), f"{short}(): {value.reason}")
         return value
+    factory = applications.factory_of(name)
+    if factory is not None:
+        return applications.call_factory(interp, factory, name, args, kwargs, node)
+    if applications.is_model_zoo(name):
+        return applications.zoo_note(interp, name, node)
     if name in ("types.SimpleNamespace", "argparse.Namespace") and not args:
         return plain_objects.namespace(kwargs)
     if name == "argparse.ArgumentParser":

@@ -219,14 +219,30 @@ def create_functional(interp, args: list, kwargs: dict, node) -> Any:
     in_list, out_list = _tensor_list(inputs), _tensor_list(outputs)
     loc = interp.location(node)
     if in_list is None or out_list is None:
-        state.note_unresolved(loc, "Model(...)", "its inputs or outputs are not known "
-                              "statically (subclassed models arrive in a later version)")
+        which = "inputs" if in_list is None else "outputs"
+        reason = _why_not_tensors(inputs if in_list is None else outputs)
+        state.note_unresolved(loc, "Model(...)", f"its {which} are not known statically "
+                              f"({reason})")
         return Unknown("model whose inputs or outputs are unknown")
     name = given if isinstance(given, str) else state.unique_name("functional")
     model = FunctionalModel(name, loc, in_list, out_list)
     model.dtype_policy = (state.dtype_policy, state.dtype_source)
     state.models.append(model)
     return model
+
+
+def _why_not_tensors(value: Any) -> str:
+    """Why a model's inputs or outputs are not symbolic tensors: the first unknown value's
+    reason, or what the value is."""
+    flat = flatten_structure(value)
+    if not flat:
+        return "nothing was given"
+    for item in flat:
+        if is_unknown(item):
+            return item.reason
+        if not isinstance(item, Tensor):
+            return f"{type(item).__name__} is not a tensor of a Keras layer"
+    return "not known"
 
 
 def _tensor_list(value: Any) -> Optional[list]:
