@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 import io
+import os
 import sys
 import threading
 import tokenize
@@ -245,6 +246,10 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         return FrontendResult(diagnostics=state.diagnostics)
     work["parsed"] = 1
     interpreter = Interpreter(module, state, roots, slicing=True)
+    if entry is not None:
+        # --entry calls the file's function as code that imports the file would: the
+        # module runs under its own name, and its `if __name__ == "__main__":` block does not
+        interpreter.globals["__name__"] = os.path.splitext(os.path.basename(path))[0]
     work["interpreter"] = interpreter  # its counters, read when the analysis ends
     _record_project_use(interpreter.project, state)
     interpreter.run()
