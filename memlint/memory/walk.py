@@ -74,6 +74,9 @@ class Buffer:
     layer: str = ""
     refs: int = 0
     holds: int = 0  # how many layers keep it for their backward
+    # XLA: written by a library call (a cuDNN convolution), one element of the call's tuple
+    # result; XLA's fusions never write their output over such a buffer
+    library: bool = False
 
     def at(self, batch: int, round_to: int = 0) -> int:
         size = self.per_sample * batch + self.fixed
@@ -252,9 +255,11 @@ class Walk:
                                          shape=tuple(shape) if shape else None))
 
         inputs_of = {(li, ci): self.call_inputs(layers[li], ci) for li, ci in order}
-        for keys in inputs_of.values():
+        self.consumers: dict = {}  # tensor key -> the calls that read it
+        for call_key, keys in inputs_of.items():
             for key in keys:
                 self.pending[key] = self.pending.get(key, 0) + 1
+                self.consumers.setdefault(key, []).append(call_key)
         for li, ci in order:
             layer = layers[li]
             if ci < len(layer.inbound) or ci < len(layer.output_shapes) or ci == 0:
@@ -396,7 +401,8 @@ class Walk:
         # the outputs: a view shares its input's buffer; an element-wise layer may write
         # over an input that dies here
         view = layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and bool(ins)
-        reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes)
+        reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
+                                                     (li, ci, 0))
         outputs = []
         for k, size in enumerate(sizes):
             if layer.type in INPUT_TYPES:
@@ -411,6 +417,7 @@ class Walk:
                 t = _Tensor(self.alloc(*(size or (0, 0)), "live", label, layer.name),
                             materialized=not (self.profile.sign == "xla" and (
                                 layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
+                t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
             t.producer = layer.type
             shapes = as_shape_list(out_shape)
@@ -496,10 +503,12 @@ class Walk:
             return ins[0].shape
         return recorded
 
-    def dying_input(self, layer, kind, ins, kept_inputs, sizes) -> Optional[_Tensor]:
+    def dying_input(self, layer, kind, ins, kept_inputs, sizes,
+                    out_key=None) -> Optional[_Tensor]:
         """The input an element-wise layer writes its output over: one of the same size
         that dies here (no later reader, kept by nobody).  XLA does it for normalisations and
-        sums too (their fusions write over a dying operand)."""
+        sums too (their fusions write over a dying operand), but never over a buffer a
+        library call wrote (:meth:`library_output`)."""
         if not self.profile.inplace_elementwise or len(sizes) != 1 or sizes[0] is None:
             return None
         elementwise = kind is not None and kind.elementwise
@@ -508,9 +517,46 @@ class Walk:
         for i, t in enumerate(ins):
             if (t.uses == 1 and t.holds == 0 and i not in kept_inputs and not t.output
                     and t not in self.data and ins.count(t) == 1
-                    and (t.buf.per_sample, t.buf.fixed) == sizes[0]):
+                    and (t.buf.per_sample, t.buf.fixed) == sizes[0]
+                    and (not t.buf.library or self.no_kernel_of_its_own(layer, kind, t,
+                                                                        out_key))):
                 return t
         return None
+
+    def no_kernel_of_its_own(self, layer, kind, t: _Tensor, out_key) -> bool:
+        """Whether XLA runs no fusion of its own for an element-wise call reading a library
+        call's output ``t`` (so the output stays in the library call's buffer): the call does
+        nothing in this step (Identity; dropout and noise layers outside training), cuDNN
+        applies it inside the convolution (a ReLU right on a convolution's output), or
+        XLA fuses it into the pooling that reads it (through further element-wise calls)."""
+        if layer.type == "Identity" or (kind is not None and kind.family == "regularization"
+                                        and not self.train):
+            return True
+        producer = REGISTRY.get(t.producer)
+        if producer is not None and producer.family == "convolutional" and (
+                layer.type == "ReLU" and not layer.config.get("max_value")
+                and not layer.config.get("negative_slope")
+                or layer.type == "Activation" and layer.config.get("activation") == "relu"):
+            return True
+        return out_key is not None and self.fused_into_pooling(out_key, 8)
+
+    def fused_into_pooling(self, key, depth: int) -> bool:
+        """Whether every reader of the tensor ``key`` is a pooling layer, or an element-wise
+        call (a normalisation, a sum) whose own output is only read by pooling layers: XLA
+        fuses the element-wise work into the pooling's kernel."""
+        readers = self.consumers.get(key, [])
+        if not readers or depth <= 0:
+            return False
+        for li, ci in readers:
+            reader = self.graph.layers[li]
+            kind = REGISTRY.get(reader.type)
+            if kind is not None and kind.family == "pooling":
+                continue
+            if (reader.type in _FUSIBLE or (kind is not None and kind.elementwise)) \
+                    and self.fused_into_pooling((li, ci, 0), depth - 1):
+                continue
+            return False
+        return True
 
     def saved_list(self, layer, kind, in_shape, out_shape, n_inputs: int) -> list:
         """What a call keeps: the registry kind's declaration; for a model used as a layer,
@@ -649,6 +695,17 @@ class Walk:
         if not any(best):
             return None
         return self.alloc(*best, "live", f"{layer.name} inner tensors", layer.name)
+
+    def library_output(self, kind) -> bool:
+        """Whether XLA writes the call's output as a library call's (a convolution: a cuDNN
+        custom call, whose result is a tuple of the output and its scratch).  XLA's buffer
+        assignment never lets a fusion write over such an output (measured on H100 and T4
+        plans: no fusion shares a buffer with a cuDNN output, while fusions do write over
+        other fusions' and Triton GEMMs' outputs), so a normalisation, sum or element-wise
+        layer after a convolution gets a buffer of its own even where the convolution's
+        output dies there (ResNet's projection blocks: both branches and the sum alive)."""
+        return self.profile.sign == "xla" and kind is not None \
+            and kind.family == "convolutional"
 
     def relayout(self, layer, kind) -> Optional[Buffer]:
         """The kernel copied into cuDNN's layout while a convolution (or its backward) runs
