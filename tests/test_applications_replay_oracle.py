@@ -6,7 +6,7 @@ input size with pooling (imagenet weights, as transfer learning uses it), a top-
 an open input size, and each shipped value of the arguments that change the architecture
 (``alpha``, ``minimalistic``, ``include_preprocessing``); a classifier with another class
 count and activation on an odd input size.  About 200 builds take too long for every CI run:
-a rotating share runs each day (``MEMLINT_APPLICATIONS_EVERY``, default 8; 1: all of them).
+a rotating sixteenth runs each day (``MEMLINT_APPLICATIONS_EVERY``, default 16; 1: all of them).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def all_variants() -> list:
 
 
 def todays_share(variants: list) -> list:
-    every = max(int(os.environ.get("MEMLINT_APPLICATIONS_EVERY", "8") or 8), 1)
+    every = max(int(os.environ.get("MEMLINT_APPLICATIONS_EVERY", "16") or 16), 1)
     offset = dt.date.today().toordinal() % every
     return variants[offset::every]
 
