@@ -5,7 +5,9 @@ The applications are real, library-style model code (factories with keyword defa
 blocks, closures, config tables, ``imagenet_utils`` helpers, error guards), so this checks the
 frontend on code nobody wrote for memlint.  memlint reads ``keras/src/applications/*.py``
 with ``--entry 'Name(weights=None)'``; it never imports it.  Real Keras builds the same call in
-a subprocess.  Building all of them takes a few minutes, so the tier is slow.
+a subprocess.  Building all of them takes a few minutes, so the tier is slow, and a
+rotating third runs each day (``MEMLINT_SWEEP_EVERY``, as the Keras-source sweep; 1: all):
+what user code gets is checked on every factory by tests/test_applications_replay_oracle.py.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from memlint.analysis import analyze_file
 from memlint.config import Settings
 from tests.conftest import require_keras, run_oracle
 from tests.test_fixtures_oracle import _as_lists
-from tests.test_robustness_sweep import keras_root
+from tests.test_robustness_sweep import keras_root, sweep_every, sweep_offset
 
 pytestmark = [pytest.mark.oracle, pytest.mark.slow]
 
@@ -47,6 +49,9 @@ APPLICATIONS = [
     ("MobileNet", "mobilenet", {"alpha": 0.5, "input_shape": (128, 128, 3)}),
     ("VGG16", "vgg16", {"classes": 10, "input_shape": (32, 32, 3), "include_top": False}),
 ]
+
+
+APPLICATIONS = APPLICATIONS[sweep_offset(sweep_every())::sweep_every()]
 
 
 def _key(name: str, kwargs: dict) -> str:
