@@ -222,7 +222,8 @@ _FINGERPRINT: list = []
 
 def fingerprint() -> str:
     """memlint's version, Python's, libcst's, and the names, sizes and modification times of
-    memlint's own files (package, rule catalog, data tables): a changed memlint is a miss."""
+    memlint's own files (package, rule catalog, data tables, the applications' traces): a
+    changed memlint is a miss."""
     if _FINGERPRINT:
         return _FINGERPRINT[0]
     package = Path(__file__).resolve().parent
@@ -235,7 +236,7 @@ def fingerprint() -> str:
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             for name in sorted(filenames):
-                if not name.endswith((".py", ".yaml", ".yml", ".json")):
+                if not name.endswith((".py", ".yaml", ".yml", ".json", ".xz")):
                     continue
                 path = os.path.join(dirpath, name)
                 try:

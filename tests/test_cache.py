@@ -306,3 +306,21 @@ def test_settings_the_format_does_not_carry_turn_the_cache_off_for_the_file(mode
     result = run(capsys, "check", model, "--cache-dir", where)
     assert result[:3] == expected[:3]
     assert result[3].stored == 0 and not entries(where)
+
+
+def test_changed_application_traces_change_the_fingerprint(monkeypatch):
+    """The shipped keras.applications traces are part of memlint: regenerated data is a miss."""
+    import os
+    from memlint import cache
+    from memlint.frontends.keras import applications
+
+    monkeypatch.setattr(cache, "_FINGERPRINT", [])
+    before = cache.fingerprint()
+    path = applications.DATA / "VGG16.json.xz"
+    stat = path.stat()
+    try:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        cache._FINGERPRINT.clear()
+        assert cache.fingerprint() != before
+    finally:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
