@@ -176,72 +176,43 @@ def recording(recorder: Recorder):
     def active(interp) -> bool:
         return recorder.quiet == 0 and not getattr(interp, "tracing", 0)
 
-    def create_layer(interp, type_name, args, kwargs, node):
-        layer = saved["create_layer"](interp, type_name, args, kwargs, node)
-        if active(interp):
-            recorder.layers[id(layer)] = len(recorder.ops)
-            recorder.ops.append({"op": "layer", "cls": type_name,
-                                 "args": recorder.value(list(args)),
-                                 "kwargs": recorder.value(dict(kwargs))})
-        return layer
-
-    def create_input(interp, args, kwargs, node):
-        out = saved["create_input"](interp, args, kwargs, node)
-        if active(interp):
-            op = {"op": "input", "args": recorder.value(list(args)),
-                  "kwargs": recorder.value(dict(kwargs))}
-            op["out"] = recorder.output(out)
-            recorder.ops.append(op)
-        return out
+    def recorded(name: str, op: str, fields: tuple, label: str = "", makes_layer=False,
+                 returns_tensors=False):
+        """A wrapper of the frontend function ``name(interp, [label,] *fields, node)`` that
+        writes each call down as an ``op`` (what it made: a layer, tensors)."""
+        def wrapper(interp, *given):
+            *values, node = given
+            on = active(interp)
+            out = saved[name](interp, *values, node)
+            if on:
+                record = {"op": op}
+                if label:
+                    record[label], values = values[0], values[1:]
+                for field, value in zip(fields, values):
+                    record[field] = recorder.value(dict(value) if field == "kwargs"
+                                                   else list(value))
+                if makes_layer:
+                    recorder.layers[id(out)] = len(recorder.ops)
+                if returns_tensors:
+                    record["out"] = recorder.output(out)
+                recorder.ops.append(record)
+            return out
+        return wrapper
 
     def call_layer(interp, layer, args, kwargs, node):
         on = active(interp)
         if on:
             op = {"op": "call", "layer": recorder.value(layer),
                   "args": recorder.value(list(args)), "kwargs": recorder.value(dict(kwargs))}
-        if isinstance(layer, (classes.ClassLayer, classes.ClassObject)):
-            recorder.quiet += 1
+        custom = isinstance(layer, (classes.ClassLayer, classes.ClassObject))
+        recorder.quiet += custom  # what a layer class of the source runs inside is its own
         try:
             out = saved["call_layer"](interp, layer, args, kwargs, node)
         finally:
-            if isinstance(layer, (classes.ClassLayer, classes.ClassObject)):
-                recorder.quiet -= 1
+            recorder.quiet -= custom
         if on:
             op["out"] = recorder.output(out)
             recorder.ops.append(op)
-        return out
-
-    def tensor_operation(interp, op_type, operands, node):
-        out = saved["tensor_operation"](interp, op_type, operands, node)
-        if active(interp):
-            op = {"op": "tensor_op", "type": op_type, "operands": recorder.value(list(operands))}
-            op["out"] = recorder.output(out)
-            recorder.ops.append(op)
-        return out
-
-    def apply_operation(interp, name, args, kwargs, node):
-        out = saved["apply_operation"](interp, name, args, kwargs, node)
-        if active(interp):
-            op = {"op": "operation", "name": name, "args": recorder.value(list(args)),
-                  "kwargs": recorder.value(dict(kwargs))}
-            op["out"] = recorder.output(out)
-            recorder.ops.append(op)
-        return out
-
-    def create_functional(interp, args, kwargs, node):
-        out = saved["create_functional"](interp, args, kwargs, node)
-        if active(interp):
-            recorder.ops.append({"op": "model", "args": recorder.value(list(args)),
-                                 "kwargs": recorder.value(dict(kwargs))})
-        return out
-
-    def create_sequential(interp, args, kwargs, node):
-        on = active(interp)
-        out = saved["create_sequential"](interp, args, kwargs, node)
-        if on:
-            recorder.layers[id(out)] = len(recorder.ops)
-            recorder.ops.append({"op": "sequential", "args": recorder.value(list(args)),
-                                 "kwargs": recorder.value(dict(kwargs))})
         return out
 
     def construct_class(interp, cls, args, kwargs, node):
@@ -277,11 +248,20 @@ def recording(recorder: Recorder):
               "kwargs": recorder.value(dict(kwargs)), "data_format": data_format}
         return recorder.derived(op, result)
 
-    for name, wrapper in (("create_layer", create_layer), ("create_input", create_input),
-                          ("call_layer", call_layer), ("tensor_operation", tensor_operation),
-                          ("apply_operation", apply_operation),
-                          ("create_functional", create_functional),
-                          ("create_sequential", create_sequential)):
+    both = ("args", "kwargs")
+    wrappers = {
+        "create_layer": recorded("create_layer", "layer", both, "cls", makes_layer=True),
+        "create_input": recorded("create_input", "input", both, returns_tensors=True),
+        "call_layer": call_layer,
+        "tensor_operation": recorded("tensor_operation", "tensor_op", ("operands",), "type",
+                                     returns_tensors=True),
+        "apply_operation": recorded("apply_operation", "operation", both, "name",
+                                    returns_tensors=True),
+        "create_functional": recorded("create_functional", "model", both),
+        "create_sequential": recorded("create_sequential", "sequential", both,
+                                      makes_layer=True),
+    }
+    for name, wrapper in wrappers.items():
         setattr(models, name, wrapper)
     classes.construct = construct_class
     keras_utils.obtain_input_shape, keras_utils.correct_pad = obtain_input_shape, correct_pad

@@ -384,6 +384,7 @@ def _run_keras2(request):
     import keras2_scripts  # the Keras 2 oracle's stubs (fit, save, load_weights ...)
 
     from harness.fixture_data import _DATASETS
+    from harness.held_models import held_models
     import tensorflow  # noqa: F401 - before the compatibility layer replaces ``keras``
 
     _install_keras2_compat(keras)
@@ -416,23 +417,7 @@ def _run_keras2(request):
                 layer.trainable = flag
 
     def held(roots, found, local):
-        named = {id(m) for m in found.values()}
-        seen = set()
-        stack = [(name, value, 0) for name, value in reversed(list(roots.items()))]
-        while stack:
-            path, value, depth = stack.pop()
-            if id(value) in seen or depth > 4 or isinstance(value, (keras.layers.Layer, type)) \
-                    or type(value).__module__ not in local:
-                continue
-            seen.add(id(value))
-            attrs = list(vars(value).items()) if hasattr(value, "__dict__") else []
-            for attr, item in attrs:
-                if isinstance(item, keras.Model):
-                    used = bool(item._inbound_nodes)
-                    if id(item) not in named and (id(item) in compiled or not used):
-                        named.add(id(item))
-                        found[f"{path}.{attr}"] = item
-            stack.extend((f"{path}.{a}", i, depth + 1) for a, i in reversed(attrs))
+        held_models(roots, found, local, keras.Model, keras.layers.Layer, compiled)
 
     keras.backend.clear_session()
     return dict(_execute(request, keras.Model, held, compiled.clear, describe),

@@ -50,6 +50,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
+from harness.held_models import held_models  # noqa: E402
 from harness.fixture_data import (  # noqa: E402
     build_unbuilt, call_data, data_declarations, first_batch_x, offline_datasets,
     working_directory)
@@ -246,27 +247,9 @@ _ENTRY = re.compile(r"^#\s*oracle-entry:\s*(.+)$", re.MULTILINE)
 
 
 def _held_models(roots, found, local):
-    """Models on attributes of objects of the project's own plain classes (``local``: their
-    modules; not layers or models, whose parts are not models of their own):
-    ``holder.attribute``."""
-    named = {id(model) for model in found.values()}
-    seen = set()
-    stack = [(name, value, 0) for name, value in reversed(list(roots.items()))]
-    while stack:
-        path, value, depth = stack.pop()
-        if id(value) in seen or depth > 4 or isinstance(value, (keras.layers.Layer, type)) \
-                or type(value).__module__ not in local:
-            continue
-        seen.add(id(value))
-        attrs = list(vars(value).items()) if hasattr(value, "__dict__") else []
-        for attr, item in attrs:
-            if isinstance(item, keras.Model):
-                used_as_layer = bool(item._inbound_nodes)
-                compiled = id(item) in _COMPILED
-                if id(item) not in named and (compiled or not used_as_layer):
-                    named.add(id(item))
-                    found[f"{path}.{attr}"] = item
-        stack.extend((f"{path}.{attr}", item, depth + 1) for attr, item in reversed(attrs))
+    """Models on attributes of objects of the project's own plain classes:
+    ``holder.attribute`` (``harness/held_models.py``)."""
+    held_models(roots, found, local, keras.Model, keras.layers.Layer, _COMPILED)
 
 
 def main():

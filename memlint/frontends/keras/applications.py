@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from memlint.frontends.keras import keras_utils, models, nested
+from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, Ref, SequentialModel,
                                             Tensor, Unknown, is_unknown)
 from memlint.layers.base import LayerInstance, LayerKind
@@ -58,12 +59,17 @@ _traces: dict = {}
 _overrides: dict = {}
 
 
-def index() -> dict:
-    """The shipped factories: parameters, structural arguments and variants of each."""
+def _index_file() -> dict:
+    """``index.json``, read once: the Keras version the data comes from and the factories."""
     global _index
     if _index is None:
-        _index = json.loads((DATA / "index.json").read_text())["factories"]
+        _index = json.loads((DATA / "index.json").read_text())
     return _index
+
+
+def index() -> dict:
+    """The shipped factories: parameters, structural arguments and variants of each."""
+    return _index_file()["factories"]
 
 
 def factory_of(name: str) -> Optional[str]:
@@ -155,7 +161,7 @@ def call_factory(interp, name: str, canonical_name: str, args: list, kwargs: dic
     info, ops = _overrides.get(name) or (index().get(name), None)
     if info is None:
         reason = (f"memlint has no description of {name} (it ships the keras.applications "
-                  f"models of Keras {_keras_version()}: {', '.join(sorted(index()))})")
+                  f"models of Keras {_index_file().get('keras_version', '?')}: {', '.join(sorted(index()))})")
         state.note_unresolved(loc, what, reason)
         return Unknown(reason)
     bound = _bind(info["params"], args, kwargs)
@@ -187,10 +193,6 @@ def call_factory(interp, name: str, canonical_name: str, args: list, kwargs: dic
         state.note_unresolved(loc, what, reason)
         return Unknown(reason)
     return Replay(interp, node, name, bound, dict(info["params"]).get("name")).run(ops)
-
-
-def _keras_version() -> str:
-    return json.loads((DATA / "index.json").read_text()).get("keras_version", "?")
 
 
 def _bind(params: list, args: list, kwargs: dict):
@@ -371,7 +373,7 @@ class Replay:
         result = keras_utils.obtain_input_shape(args, kwargs)
         if is_unknown(result):
             loc = self.interp.location(self.node)
-            if result.reason.startswith(("Keras refuses", "Keras needs")):
+            if keras_utils.is_refusal(result):
                 self.interp.state.note_error(loc, f"{self.factory}(): {result.reason}")
             else:
                 self.interp.state.note_unresolved(loc, f"{self.factory}()", result.reason)
@@ -414,7 +416,7 @@ class Replay:
     def _custom(self, op: dict) -> LayerRef:
         state = self.interp.state
         name = self._renamed({"name": op["name"]})["name"] if op.get("named") else \
-            state.unique_name(_snake(op["cls"]))
+            state.unique_name(to_snake_case(op["cls"]))
         instance = LayerInstance(_CUSTOM, {"weights": op["weights"]})
         ref = LayerRef(instance, op["cls"], name, self.interp.location(self.node))
         ref.dtype_policy = (state.dtype_policy, state.dtype_source)
@@ -452,8 +454,3 @@ class Replay:
         if "dict" in v:
             return {self.value(k): self.value(x) for k, x in v["dict"]}
         raise ValueError(f"not a trace value: {v}")
-
-
-def _snake(name: str) -> str:
-    from memlint.frontends.keras.names import to_snake_case
-    return to_snake_case(name)

@@ -289,7 +289,7 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return _numpy(name, args, kwargs)
     value = keras_utils.utility(name, args, kwargs, state.context.data_format)
     if value is not None:
-        if is_unknown(value) and value.reason.startswith(("Keras refuses", "Keras needs")):
+        if keras_utils.is_refusal(value):
             state.note_error(interp.location(node), f"{short}(): {value.reason}")
         return value
     factory = applications.factory_of(name)

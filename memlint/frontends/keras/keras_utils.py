@@ -142,6 +142,13 @@ def _get_file(args: list, kwargs: dict) -> Any:
     return Unknown("the path of a file get_file() downloads")
 
 
+def is_refusal(value: Any) -> bool:
+    """Whether a helper's unknown result is Keras refusing its arguments (an error in the
+    analysed code), not a value memlint cannot know."""
+    return isinstance(value, Unknown) and value.reason.startswith(("Keras refuses",
+                                                                  "Keras needs"))
+
+
 def correct_pad(args: list, kwargs: dict, data_format: str) -> Any:
     """``((top, bottom), (left, right))`` zero padding for a strided 'valid' convolution."""
     inputs = _arg(args, kwargs, 0, "inputs")
