@@ -130,14 +130,17 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
             source: str) -> FileReport:
     """Overrides, memory estimate, rules and suppressions for the models of one file."""
     settings, path, budget = report.settings, report.path, report.budget
+    detected = None  # the backend the source states: one look per file
     for graph in models:
         apply_overrides(graph, settings)
         if settings.backend:
             graph.setup.backend = settings.backend
             graph.setup.backend_source = "configured (--backend or config)"
         elif module is not None:  # Keras source (libcst); an ONNX graph names no backend
-            from memlint.frontends.keras.setup import apply_backend
-            apply_backend(graph.setup, module)
+            if detected is None:
+                from memlint.frontends.keras.backend import detect_backend
+                detected = detect_backend(module, positions)
+            graph.setup.backend, graph.setup.backend_source = detected
         if not is_known(graph.setup.optimizer.name):
             diagnostics.append(Diagnostic(
                 "MEM900", "unresolved-value", "info",

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from memlint.catalog import load_yaml
+from memlint.catalog import data_yaml
 from memlint.units import format_bytes, parse_size
 
 _CATALOG = Path(__file__).resolve().parent / "data" / "gpus.yaml"
@@ -81,8 +81,9 @@ def _key(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def catalog() -> dict:
-    """The GPU catalog (``memlint/data/gpus.yaml``), keyed by its entry names."""
-    return load_yaml(_CATALOG.read_text(encoding="utf-8"))
+    """The GPU catalog (``memlint/data/gpus.yaml``), keyed by its entry names (read through
+    a JSON snapshot: no YAML parser on later runs)."""
+    return data_yaml("gpus", _CATALOG, lambda gpus: all("memory" in e for e in gpus.values()))
 
 
 def find_gpu(name: str) -> Optional[dict]:
@@ -101,21 +102,20 @@ def resolve_budget(spec: str, *, cuda_context: Optional[int] = None,
     Raises ``ValueError`` naming the accepted forms when ``spec`` is neither.
     """
     context = DEFAULT_CUDA_CONTEXT if cuda_context is None else cuda_context
-    entry = find_gpu(spec)
-    if entry is not None:
-        total = parse_size(entry["memory"])
-        device = entry["name"]
-        capability = entry.get("compute_capability")
-    else:
-        try:
-            total = parse_size(spec)
-        except ValueError:
+    try:  # a size first: no catalog name reads as one, and sizes need no catalog
+        total = parse_size(spec)
+        device = f"GPU with {spec}"
+        capability = None
+    except ValueError:
+        entry = find_gpu(spec)
+        if entry is None:
             names = ", ".join(sorted(catalog()))
             raise ValueError(
                 f"--gpu {spec!r} is neither a size (2GiB, 1536MiB, 8GB) nor a known GPU ({names})"
             ) from None
-        device = f"GPU with {spec}"
-        capability = None
+        total = parse_size(entry["memory"])
+        device = entry["name"]
+        capability = entry.get("compute_capability")
     framework = reserve if reserve is not None else tensorflow_reserve(total - context, capability)
     budget = Budget(label=spec, device=device, total=total, cuda_context=context,
                     framework_reserve=framework,

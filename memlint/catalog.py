@@ -39,26 +39,47 @@ def load_catalog() -> dict:
     the cache folder, named by a hash of the YAML files' contents (a changed, corrupt or
     missing snapshot is rebuilt from the YAML)."""
     texts = [path.read_bytes() for path in sorted(catalog_dir().glob("MEM*.yaml"))]
+
+    def parse(texts: list) -> dict:
+        rules = {}
+        for text in texts:
+            data = load_yaml(text.decode("utf-8"))
+            rules[data["id"]] = data
+        return rules
+
+    return yaml_snapshot("catalog", texts, parse, lambda rules: len(rules) == len(texts))
+
+
+def data_yaml(kind: str, path: Path, complete=lambda data: True) -> dict:
+    """A YAML mapping of mappings shipped with memlint (``memlint/data/``), through its JSON
+    snapshot (``complete``: what else a snapshot's entries must hold to be trusted)."""
+    return yaml_snapshot(kind, [path.read_bytes()],
+                         lambda texts: load_yaml(texts[0].decode("utf-8")),
+                         lambda data: all(isinstance(entry, dict) for entry in data.values())
+                         and complete(data))
+
+
+def yaml_snapshot(kind: str, texts: list, parse, complete=lambda data: True) -> dict:
+    """``parse(texts)`` (a dict), kept as a JSON snapshot in the cache folder named by
+    ``kind`` and a hash of the texts, so that later runs import no YAML parser.  A changed,
+    corrupt, foreign or missing snapshot (not a dict, or not ``complete``) is rebuilt."""
     digest = hashlib.sha256(b"\0".join(texts)).hexdigest()[:32]
-    snapshot = _snapshot_dir() / f"catalog-{digest}.json"
+    snapshot = _snapshot_dir() / f"{kind}-{digest}.json"
     try:
-        rules = json.loads(snapshot.read_text(encoding="utf-8"))
-        if isinstance(rules, dict) and len(rules) == len(texts):
-            return rules
+        data = json.loads(snapshot.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and complete(data):
+            return data
     except (OSError, ValueError):
         pass
-    rules = {}
-    for text in texts:
-        data = load_yaml(text.decode("utf-8"))
-        rules[data["id"]] = data
+    data = parse(texts)
     try:
         snapshot.parent.mkdir(parents=True, exist_ok=True)
         temporary = snapshot.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(rules), encoding="utf-8")
+        temporary.write_text(json.dumps(data), encoding="utf-8")
         os.replace(temporary, snapshot)
     except (OSError, TypeError, ValueError):
         pass  # a snapshot only saves time
-    return rules
+    return data
 
 
 def _snapshot_dir() -> Path:

@@ -8,7 +8,10 @@ import json
 import subprocess
 import sys
 
-from memlint import catalog
+import pytest
+
+from memlint import budget, catalog
+from memlint.frontends.keras import arrays
 from tests.conftest import FIXTURES
 
 # reporters a check printed as text never uses
@@ -44,6 +47,37 @@ def test_checking_a_python_file_imports_no_onnx_yaml_or_other_reporters(tmp_path
     unwanted = {m for m in modules if m.split(".")[0] in ("onnx", "yaml", "onnxruntime")
                 or m.startswith("memlint.frontends.onnx") or m in OTHER_REPORTERS}
     assert unwanted == set()
+
+
+def test_gpu_names_sizes_and_dataset_facts_need_no_yaml_parser_once_snapshotted(tmp_path):
+    target = str(FIXTURES / "data_pipelines" / "keras_datasets_mnist_cnn.py")  # mnist facts
+    for gpu in ("t4", "2GiB"):
+        imported(tmp_path, "check", target, "--no-cache", "--gpu", gpu)
+        modules = imported(tmp_path, "check", target, "--no-cache", "--gpu", gpu)
+        assert "memlint.frontends.keras.arrays" in modules
+        assert not {m for m in modules if m.split(".")[0] == "yaml"}, gpu
+    assert {p.name.split("-")[0] for p in (tmp_path / "cache").glob("*.json")} >= {
+        "catalog", "gpus", "keras"}
+
+
+@pytest.mark.parametrize("loader, kind", [(budget.catalog, "gpus"),
+                                          (arrays.dataset_catalog, "keras-datasets")])
+def test_data_snapshots_equal_their_yaml_and_a_corrupt_one_is_rebuilt(tmp_path, monkeypatch,
+                                                                      loader, kind):
+    monkeypatch.setenv("MEMLINT_CACHE_DIR", str(tmp_path))
+    loader.cache_clear()
+    try:
+        parsed = loader()
+        assert parsed and all(isinstance(v, dict) for v in parsed.values())
+        snapshots = list(tmp_path.glob(f"{kind}-*.json"))
+        assert len(snapshots) == 1
+        loader.cache_clear()
+        assert loader() == parsed
+        snapshots[0].write_text('{"k80": 3}', encoding="utf-8")  # foreign or broken content
+        loader.cache_clear()
+        assert loader() == parsed
+    finally:
+        loader.cache_clear()
 
 
 def test_the_catalog_snapshot_equals_the_yaml(tmp_path, monkeypatch):

@@ -341,13 +341,13 @@ class MissingAllowGrowth(Rule):
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         if ctx.module is None:
             return
+        from memlint.source_index import SourceIndex  # libcst: only for Python files
+
         positions = ctx.positions
-        if positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-            positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(
-                PositionProvider)
+        if not isinstance(positions, SourceIndex):  # none given, or libcst's own mapping
+            positions = SourceIndex(ctx.module)
         scanner = _scanner_class()(positions)
-        ctx.module.visit(scanner)
+        positions.visit(scanner)
 
         imports = [f for f in scanner.found if f.kind == "import"]
         if not imports:

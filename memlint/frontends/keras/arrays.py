@@ -1234,8 +1234,8 @@ def _central_crop(array: Array, fraction: Any) -> Any:
 @lru_cache(maxsize=1)
 def dataset_catalog() -> dict:
     """The facts of ``memlint/data/keras_datasets.yaml``, keyed by dataset name."""
-    from memlint.catalog import load_yaml
-    return load_yaml(_DATASETS.read_text(encoding="utf-8"))
+    from memlint.catalog import data_yaml
+    return data_yaml("keras-datasets", _DATASETS)
 
 
 def _dataset_of(name: str) -> Optional[str]:

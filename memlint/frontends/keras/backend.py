@@ -18,6 +18,8 @@ from typing import Optional
 
 import libcst as cst
 
+from memlint.source_index import SourceIndex
+
 _NAMES = {"jax": "jax", "torch": "torch", "tensorflow": "tf", "tf": "tf", "pytorch": "torch"}
 
 
@@ -40,14 +42,13 @@ def _string(node) -> Optional[str]:
 
 
 class _Finder(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
-
-    def __init__(self):
+    def __init__(self, positions):
+        self.positions = positions
         self.explicit: Optional[tuple] = None  # (backend, how, line)
         self.imports: dict = {}  # backend -> (how, line)
 
     def _line(self, node) -> int:
-        return self.get_metadata(cst.metadata.PositionProvider, node).start.line
+        return self.positions[node].start.line
 
     def _set(self, value, how, node):
         backend = _NAMES.get(str(value).lower()) if value else None
@@ -90,12 +91,14 @@ class _Finder(cst.CSTVisitor):
             self.imports.setdefault("tf-keras", ("use of tf.keras", self._line(node)))
 
 
-def detect_backend(module: Optional[cst.Module]) -> tuple:
-    """``(backend or None, where it came from)`` for a parsed file."""
+def detect_backend(module: Optional[cst.Module], positions=None) -> tuple:
+    """``(backend or None, where it came from)`` for a parsed file (``positions``: the
+    module's :class:`~memlint.source_index.SourceIndex`, when the caller has it)."""
     if module is None:
         return None, "not stated in the code"
-    finder = _Finder()
-    cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
+    index = positions if positions is not None else SourceIndex(module)
+    finder = _Finder(index)
+    index.visit(finder)
     if finder.explicit:
         backend, how, line = finder.explicit
         return backend, f"{how} at line {line}"

@@ -43,6 +43,16 @@ _COMPARE = {
 }
 
 
+_MISSING = object()
+
+
+def _no_eval(self, node) -> Unknown:
+    return Unknown(f"{type(node).__name__} expressions are not evaluated")
+
+
+_METHODS: dict = {}  # (evaluator class, node type) -> the method evaluating it
+
+
 class ExpressionEvaluator:
     """Evaluates libcst expressions to abstract values (needs the interpreter's scope)."""
 
@@ -50,24 +60,38 @@ class ExpressionEvaluator:
 
     def eval(self, node: cst.CSTNode) -> Any:
         self.tick(node)
-        method = getattr(self, f"eval_{type(node).__name__}", None)
+        key = (type(self), type(node))
+        method = _METHODS.get(key)
         if method is None:
-            return Unknown(f"{type(node).__name__} expressions are not evaluated")
-        return method(node)
+            method = _METHODS[key] = getattr(type(self), f"eval_{key[1].__name__}", _no_eval)
+        return method(self, node)
+
+    def literal(self, node):
+        """A number literal's value (libcst computes literals' values with ``ast.literal_eval`` each time it
+        is asked: kept per node; the node is the key, so it stays alive)."""
+        found = self.literals.get(node, _MISSING)
+        if found is _MISSING:
+            found = self.literals[node] = node.evaluated_value
+        return found
 
     def eval_Integer(self, node):
-        return node.evaluated_value
+        return self.literal(node)
 
     def eval_Float(self, node):
-        return node.evaluated_value
+        return self.literal(node)
 
     def eval_Imaginary(self, node):
         return Unknown("complex numbers are not evaluated")
 
     def eval_SimpleString(self, node):
-        try:
-            value = node.evaluated_value
-        except Exception:  # malformed escapes
+        value = self.literals.get(node, _MISSING)
+        if value is _MISSING:
+            try:
+                value = node.evaluated_value
+            except Exception:  # malformed escapes
+                value = None
+            self.literals[node] = value
+        if value is None:
             return Unknown("string literal could not be read")
         return value if isinstance(value, str) else Unknown("bytes literal")
 

@@ -16,17 +16,18 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from memlint.frontends.keras import calls, classes, devices, plain_objects, star_imports
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
+from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
 from memlint.frontends.keras.values import ModuleValue, Ref, Unknown, UserFunction
 from memlint.ir import Location
+from memlint.source_index import SourceIndex
 
 MAX_STEPS = 200_000  # expression/statement evaluations per file
 MAX_CALL_DEPTH = 16  # nested calls of functions defined in the analysed file
@@ -86,27 +87,31 @@ class _Yielded(BaseException):
         self.value = value
 
 
-def _is_generator(fn_node) -> bool:
+def _is_generator(fn_node, index: SourceIndex) -> bool:
     """Whether a ``def`` contains ``yield`` in its own body (not in nested functions)."""
     if not isinstance(fn_node, cst.FunctionDef):
         return False
-    found = []
+    finder = _YieldFinder(fn_node)
+    index.visit(finder, fn_node)
+    return finder.found
 
-    class _Finder(cst.CSTVisitor):
-        def visit_Yield(self, node):
-            found.append(node)
 
-        def visit_FunctionDef(self, node):
-            return node is fn_node
+class _YieldFinder(cst.CSTVisitor):
+    def __init__(self, fn_node):
+        self.fn_node = fn_node
+        self.found = False
 
-        def visit_Lambda(self, node):
-            return False
+    def visit_Yield(self, node):
+        self.found = True
 
-        def visit_ClassDef(self, node):
-            return False
+    def visit_FunctionDef(self, node):
+        return node is self.fn_node
 
-    fn_node.visit(_Finder())
-    return bool(found)
+    def visit_Lambda(self, node):
+        return False
+
+    def visit_ClassDef(self, node):
+        return False
 
 
 class BudgetExceeded(Exception):
@@ -128,8 +133,9 @@ class Interpreter(ExpressionEvaluator):
 
     def __init__(self, module: cst.Module, state: FileState, roots: tuple = (),
                  slicing: bool = False):
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.positions = self.wrapper.resolve(PositionProvider)
+        self.module = module
+        self.positions = SourceIndex(module)  # positions and visits, shared with the rules
+        self.literals: dict = {}  # number literal node -> its value (ExpressionEvaluator.literal)
         self.state = state
         self.globals: dict[str, Any] = {"__name__": "__main__", "__file__": state.path}
         self.project = ProjectModules(state.path, roots)
@@ -145,6 +151,7 @@ class Interpreter(ExpressionEvaluator):
         self.deepest = 0  # deepest nesting of inlined calls reached (at most MAX_CALL_DEPTH)
         self.longest_loop = 0  # most iterations one for/while loop ran (MAX_LOOP_ITERATIONS)
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
+        self.model_changing_loops: dict = {}  # id(loop) -> whether it may change a model
         self._capture_depth = -1  # call depth of the generator run by first_yield
         # with ``slicing``: what nothing the models depend on reads is skipped (slicing.py)
         self.slicer = Slicer(self, enabled=slicing)
@@ -166,7 +173,7 @@ class Interpreter(ExpressionEvaluator):
 
     def run(self) -> None:
         """Evaluate the whole module, stopping cleanly when the budget runs out."""
-        body = list(self.wrapper.module.body)
+        body = list(self.module.body)
         self.skips = self.slicer.module_skips(body)
         try:
             for index, stmt in enumerate(body):
@@ -193,7 +200,7 @@ class Interpreter(ExpressionEvaluator):
         value = self.globals.get(name)
         node = getattr(value, "node", None)
         if isinstance(value, (classes.UserClass, plain_objects.PlainClass)):
-            node = next((s for s in self.wrapper.module.body
+            node = next((s for s in self.module.body
                          if isinstance(s, cst.ClassDef) and s.name.value == name), None)
         if node is None or node not in self.positions or not isinstance(
                 value, (UserFunction, classes.UserClass, plain_objects.PlainClass)):
@@ -483,6 +490,8 @@ class Interpreter(ExpressionEvaluator):
             return
         count = 0
         broke = False
+        watch = RepeatWatch(self, stmt)
+        total = len(items)
         for item in items:
             count += 1
             if count > MAX_LOOP_ITERATIONS:
@@ -491,12 +500,17 @@ class Interpreter(ExpressionEvaluator):
                 return
             self.longest_loop = max(self.longest_loop, count)
             self.assign(stmt.target, item)
+            start = self.steps
+            watch.begin()
             try:
                 self.exec_block(stmt.body.body)
             except _LoopControl as ctl:
                 if ctl.kind == "break":
                     broke = True
                     break
+            if watch.end() and self._stop_repeating(stmt, count, total - count,
+                                                    self.steps - start):
+                return
         if not broke and stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
 
@@ -504,6 +518,7 @@ class Interpreter(ExpressionEvaluator):
         """``while`` on conditions known statically, bounded like ``for``; a condition that
         becomes unknown stops the loop with a note."""
         count = 0
+        watch = RepeatWatch(self, stmt)
         while True:
             test = self.eval(stmt.test)
             if not has_truth(test):
@@ -519,13 +534,32 @@ class Interpreter(ExpressionEvaluator):
                                        f"loop stopped after {MAX_LOOP_ITERATIONS:,} iterations")
                 return
             self.longest_loop = max(self.longest_loop, count)
+            start = self.steps
+            watch.begin()
             try:
                 self.exec_block(stmt.body.body)
             except _LoopControl as ctl:
                 if ctl.kind == "break":
                     return
+            if watch.end() and self._stop_repeating(stmt, count, None, self.steps - start):
+                return
         if stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
+
+    def _stop_repeating(self, stmt, count: int, remaining: Optional[int], per_iteration: int
+                        ) -> bool:
+        """Stop a loop whose last iterations only repeated model calls (loop_repeats.py) when
+        its remaining iterations (None: not known) cannot run within the step budget."""
+        left = MAX_LOOP_ITERATIONS - count if remaining is None else \
+            min(remaining, MAX_LOOP_ITERATIONS - count)
+        if left <= 0 or left * max(per_iteration, 1) <= MAX_STEPS - self.steps:
+            return False
+        self.state.note_budget(
+            self.location(stmt),
+            f"loop stopped after {count:,} iterations: the last {REPEATS} only repeated calls "
+            "of the models already seen, and the rest would exceed the analysis's step budget; "
+            "the analysis goes on after the loop")
+        return True
 
     def iterate(self, value: Any, node: cst.CSTNode):
         if isinstance(value, range):
@@ -621,18 +655,22 @@ class Interpreter(ExpressionEvaluator):
     def call_function(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
         """Inline a call of a function defined in the analysed file (a generator function's
         call is a generator, run when data is taken from it: :meth:`first_yield`)."""
-        generator = self._generators.get(id(fn.node))
-        if generator is None:
-            generator = self._generators[id(fn.node)] = _is_generator(fn.node)
-        if generator:
+        if self._generator(fn.node):
             from memlint.frontends.keras.data import Generator
             return Generator(fn, list(args), dict(kwargs), node)
         return self._inline(fn, args, kwargs, node)
 
+    def _generator(self, fn_node) -> bool:
+        """Whether ``fn_node`` is a generator function's ``def`` (once per node)."""
+        found = self._generators.get(id(fn_node))
+        if found is None:
+            found = self._generators[id(fn_node)] = _is_generator(fn_node, self.positions)
+        return found
+
     def first_yield(self, fn: UserFunction, args: list, kwargs: dict, node) -> Any:
         """The first value the generator function ``fn`` yields (None if it yields none or
         it cannot be told)."""
-        if not isinstance(fn, UserFunction) or not _is_generator(fn.node):
+        if not isinstance(fn, UserFunction) or not self._generator(fn.node):
             return None
         saved = self._capture_depth
         self._capture_depth = self.depth + 1  # the depth its body runs at

@@ -185,16 +185,6 @@ def _jit_compile(usage: dict):
     return None
 
 
-def apply_backend(setup: TrainingSetup, module, configured=None) -> None:
-    """Record the backend: ``--backend``/config first, else what the source says."""
-    from memlint.frontends.keras.backend import detect_backend
-
-    if configured:
-        setup.backend, setup.backend_source = configured, "configured (--backend or config)"
-        return
-    setup.backend, setup.backend_source = detect_backend(module)
-
-
 def _optimizer(usage: dict) -> OptimizerSpec:
     for args, kwargs, loc in usage.get("compile", []):
         value = args[0] if args else kwargs.get("optimizer", "rmsprop")

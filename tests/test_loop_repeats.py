@@ -1,0 +1,97 @@
+"""Training loops that only repeat model calls already seen stop early (loop_repeats.py),
+and only those: work is asserted in the analysis's counted units, never in seconds."""
+
+from __future__ import annotations
+
+from memlint.frontends.keras import analyze_source, interpreter
+from memlint.frontends.keras.loop_repeats import REPEATS
+
+HEADER = "import keras\nimport numpy as np\nfrom keras import layers\n"
+MODELS = """
+gen = keras.Sequential([keras.Input((100,)), layers.Dense(784)])
+disc = keras.Sequential([keras.Input((784,)), layers.Dense(1)])
+disc.compile(optimizer="adam", loss="binary_crossentropy")
+"""
+AFTER = "after = keras.Sequential([keras.Input((8,)), layers.Dense(3)])\n"
+
+
+def training_loop(epochs: int, extra: str = "") -> str:
+    return HEADER + MODELS + f"""
+def train(epochs, batch_size):
+    half = batch_size // 2
+    for epoch in range(epochs):
+        noise = np.random.normal(0, 1, (half, 100))
+        fake = gen.predict(noise)
+        d_loss = disc.train_on_batch(fake, np.zeros((half, 1)))
+        if epoch % 200 == 0:
+            print(epoch, d_loss){extra}
+
+train({epochs}, 64)
+""" + AFTER
+
+
+def limits(result) -> list:
+    return [d.message for d in result.diagnostics if d.code == "MEM903"]
+
+
+def test_a_long_training_loop_stops_after_its_repeats_and_the_analysis_goes_on():
+    result = analyze_source(training_loop(30_000), "gan.py")
+    [message] = limits(result)
+    assert f"the last {REPEATS} only repeated calls of the models" in message
+    assert result.work["loop_iterations"] <= REPEATS + 2
+    assert len(result.models) == 3  # the model made after the loop is found
+    disc = result.models[1]
+    assert disc.setup.batch_size == 32  # what the loop trains it on
+    assert disc.layers[-1].output_shape == (None, 1)
+
+
+def test_the_stop_is_at_the_loop_and_costs_few_steps():
+    source = training_loop(30_000)
+    result = analyze_source(source, "gan.py")
+    [diagnostic] = [d for d in result.diagnostics if d.code == "MEM903"]
+    loop_line = source.splitlines().index("    for epoch in range(epochs):") + 1
+    assert (diagnostic.line, diagnostic.column) == (loop_line, 5)
+    assert result.work["steps"] < 5_000  # the loop alone would spend the 200,000 budget
+
+
+def test_a_loop_that_fits_in_the_budget_runs_to_its_end():
+    result = analyze_source(training_loop(60), "gan.py")
+    assert limits(result) == []
+    assert result.work["loop_iterations"] == 60
+
+
+def test_a_loop_that_changes_a_model_is_never_stopped_for_repeating(monkeypatch):
+    monkeypatch.setattr(interpreter, "MAX_STEPS", 20_000)
+    schedule = ("\n        if epoch == 25000:\n"
+                "            disc.compile(optimizer='sgd', loss='binary_crossentropy')")
+    result = analyze_source(training_loop(30_000, schedule), "gan.py")
+    [message] = limits(result)
+    assert message.startswith("analysis stopped after 20,000 steps")
+    assert len(result.models) == 2  # nothing after the loop: the budget ran out in it
+
+
+def test_loops_without_model_calls_are_never_stopped_for_repeating(monkeypatch):
+    """Building data in a loop calls no model: its length may be the data's shape."""
+    monkeypatch.setattr(interpreter, "MAX_STEPS", 20_000)
+    source = HEADER + MODELS + """
+rows = []
+for i in range(30_000):
+    rows.append(np.zeros(784))
+    disc.summary()
+disc.fit(np.array(rows), np.zeros((len(rows), 1)), batch_size=16)
+"""
+    result = analyze_source(source, "data.py")
+    [message] = limits(result)
+    assert message.startswith("analysis stopped after 20,000 steps")
+
+
+def test_calls_with_new_arguments_keep_the_loop_running(monkeypatch):
+    """Every iteration trains on a new batch size: nothing repeats, nothing is stopped early."""
+    monkeypatch.setattr(interpreter, "MAX_STEPS", 20_000)
+    source = HEADER + MODELS + """
+for step in range(30_000):
+    disc.train_on_batch(np.zeros((step + 1, 784)), np.zeros((step + 1, 1)))
+"""
+    result = analyze_source(source, "grow.py")
+    [message] = limits(result)
+    assert message.startswith("analysis stopped after 20,000 steps")
