@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Optional
 
@@ -18,13 +18,14 @@ from memlint.memory.profiles import profile_for
 from memlint.placement import place, process_budget, sharded
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import parse_size
+from memlint.records import record
 
 
 class AnalysisError(Exception):
     """The file cannot be analysed at all (unreadable, not text); exit code 2."""
 
 
-@dataclass
+@record
 class FileReport:
     """Everything found in one file."""
 

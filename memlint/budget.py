@@ -13,13 +13,13 @@ Usable memory = total - CUDA context - framework reserve.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 from memlint.catalog import data_yaml
 from memlint.units import format_bytes, parse_size
+from memlint.records import record
 
 _CATALOG = Path(__file__).resolve().parent / "data" / "gpus.yaml"
 
@@ -27,7 +27,7 @@ MiB = 2**20
 DEFAULT_CUDA_CONTEXT = 300 * MiB
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Budget:
     """How much GPU memory a model may use, and how that figure was reached."""
 

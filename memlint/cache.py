@@ -29,11 +29,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
 from memlint import __version__
+from memlint.records import record
 
 SCHEMA = 1  # bump when the entry layout changes
 MAX_ENTRY_BYTES = 64 * 2**20  # larger entries are not read
@@ -129,7 +129,7 @@ def _cacheable_class(cls) -> bool:
     return _registry().get(name) is cls
 
 
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class Opaque:
     """Stands, in a report read back from the cache, for a value of the Keras frontend's own
     that a layer's ``config`` keeps for the analysis (a wrapped model, ``TimeDistributed``'s
@@ -325,7 +325,7 @@ def _dependencies_hold(record: Any) -> bool:
 
 # ---------------------------------------------------------------------- the cache
 
-@dataclasses.dataclass
+@record
 class CacheStats:
     """What one run did with the cache (``MEMLINT_DEBUG`` prints it; tests read it)."""
 
@@ -426,6 +426,8 @@ class ResultCache:
         entry = self.entry_path(key)
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile  # only a run that writes entries needs it
+
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=entry.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from memlint.catalog import load_yaml
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from memlint.records import record
 
 MODES = ("train", "infer")
 BACKENDS = {"tf": "tf", "tensorflow": "tf", "jax": "jax", "torch": "torch", "pytorch": "torch"}
@@ -33,7 +29,7 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the file and key."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """Everything that changes how a file is analysed and judged."""
 
@@ -171,7 +167,7 @@ def settings_from_table(table: dict, where: str, base: Settings = Settings()) ->
     return replace(base, **changes)
 
 
-@dataclass
+@record
 class ConfigFile:
     """One configuration file: its folder, main table and per-file overrides."""
 
@@ -195,13 +191,28 @@ def _read_config(directory: Path) -> Optional[ConfigFile]:
     toml_path = directory / "pyproject.toml"
     if toml_path.is_file():
         try:
-            data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            text = toml_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{toml_path}: invalid TOML: {exc}") from None
+        if "memlint" not in text:  # no [tool.memlint] table: no TOML parser needed
+            return None
+        tomllib = _toml_parser()
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{toml_path}: invalid TOML: {exc}") from None
         table = data.get("tool", {}).get("memlint")
         if isinstance(table, dict):
             return ConfigFile(toml_path, table, _overrides(table, toml_path))
     return None
+
+
+def _toml_parser():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
 
 
 def _overrides(table: dict, path: Path) -> dict:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
+
+from memlint.records import record
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -13,7 +15,7 @@ def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity)
 
 
-@dataclass
+@record
 class Diagnostic:
     """One finding: a rule code, a severity, a message and where it applies."""
 

@@ -10,7 +10,7 @@ never recomputed here.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Optional
 
 from memlint.catalog import default_options, rule_info
@@ -18,6 +18,7 @@ from memlint.diagnostics import Diagnostic
 from memlint.memory.verdict import DOES_NOT_FIT, FITS, verdict
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import format_bytes, parse_size
+from memlint.records import record
 
 CODE = "MEM007"
 NEW, REMOVED, CHANGED, UNCHANGED = "new", "removed", "changed", "unchanged"
@@ -27,7 +28,7 @@ class DiffOptionError(ValueError):
     """A MEM007 threshold in the configuration is not a number or a size."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelState:
     """One model's figures on one side of the diff."""
 
@@ -60,7 +61,7 @@ class ModelState:
                    end_column=loc.end_column if loc else None)
 
 
-@dataclass
+@record
 class ModelChange:
     """One model in the diff: ``base`` is None for a new model, ``head`` for a removed one."""
 
@@ -104,7 +105,7 @@ class ModelChange:
                 "summary": self.summary}
 
 
-@dataclass
+@record
 class MemoryDiff:
     """The models of the checked files at ``base`` (a revision) against the work tree."""
 

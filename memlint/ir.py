@@ -9,15 +9,17 @@ known statically.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from math import prod
 from typing import Optional, Union
+
+from memlint.records import record
 
 Shape = tuple  # tuple[int | None, ...], batch dimension first
 OutputShape = Union[Shape, list]  # a list of shapes for layers with several outputs
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Location:
     """Where something is in the analysed file (1-based lines and columns)."""
 
@@ -34,7 +36,7 @@ class Location:
         return f"{self.path}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Weight:
     """One variable of a layer: its shape and whether the optimizer updates it."""
 
@@ -49,7 +51,7 @@ class Weight:
         return prod(self.shape) if self.shape else 1
 
 
-@dataclass
+@record
 class Unresolved:
     """Something the analysis could not determine, and why."""
 
@@ -67,7 +69,7 @@ class Unresolved:
         }
 
 
-@dataclass
+@record
 class LayerNode:
     """One layer of a model with its resolved shapes and weights.
 
@@ -116,7 +118,7 @@ class LayerNode:
         return sum(w.size for w in self.weights)
 
 
-@dataclass
+@record
 class InnerCalls:
     """What one call of a model used as a layer (or of a layer class of the file) runs
     inside: one node per layer call, in execution order, each with one call whose ``inbound``
@@ -130,7 +132,7 @@ class InnerCalls:
     outputs: list = field(default_factory=list)  # per outer output: (name, call id, output)
 
 
-@dataclass
+@record
 class OptimizerSpec:
     """The optimizer found in the code, with the arguments that change its memory."""
 
@@ -139,7 +141,7 @@ class OptimizerSpec:
     source: str = "default"  # where it came from: "compile()", "--optimizer", "default"
 
 
-@dataclass
+@record
 class TrainingSetup:
     """How the model is used: mode, batch size, optimizer, precision, and where each came from."""
 
@@ -172,7 +174,7 @@ class TrainingSetup:
     shards: list = field(default_factory=list)
 
 
-@dataclass
+@record
 class MemoryCap:
     """A setting in the code that limits the GPU memory its process may use or sees, with
     where it is: ``tf-fraction`` / ``jax-fraction`` / ``torch-fraction`` (share of the card),
@@ -185,7 +187,7 @@ class MemoryCap:
     location: Optional[Location] = None
 
 
-@dataclass
+@record
 class HostData:
     """Data the code holds in host memory and hands to Keras at once (an in-memory array
     given to ``fit``/``predict``/``from_tensor_slices``): what it is, its size, where."""
@@ -197,7 +199,7 @@ class HostData:
     location: Optional[Location] = None
 
 
-@dataclass
+@record
 class ModelGraph:
     """A model found in the input: its layers in Keras's order and its training setup."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pickle
 import sys
 from pathlib import Path
 from typing import Optional
@@ -128,6 +127,8 @@ def _pool_task(path: str, settings, cache_dir) -> Optional[tuple]:
     form (None when neither can carry it: the parent then analyses the file itself)."""
     result = analyse_one(path, settings, cache_dir)
     try:
+        import pickle  # only results crossing processes are pickled
+
         return "pickle", pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - any value that does not pickle
         pass
@@ -142,6 +143,8 @@ def _pool_task(path: str, settings, cache_dir) -> Optional[tuple]:
 def _unpack(payload: tuple) -> tuple:
     kind, data = payload
     if kind == "pickle":
+        import pickle
+
         return pickle.loads(data)  # noqa: S301 - from our own worker process
     from memlint.cache import CacheStats, loads
     report, errors, stats = loads(data)

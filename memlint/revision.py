@@ -10,8 +10,9 @@ frontend follows the project's imports as they were at that commit.  The blobs c
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from memlint.records import record
 
 CONFIG_NAMES = ("pyproject.toml", ".memlint.yaml")
 SOURCE_SUFFIXES = (".py", ".pyi")
@@ -22,7 +23,7 @@ class RevisionError(Exception):
     """git cannot give the revision (not a repository, unknown revision, git missing)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Revision:
     """A commit of the repository at ``root``, as the user named it."""
 

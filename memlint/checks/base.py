@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Iterable, Optional
 
 from memlint.budget import Budget
 from memlint.catalog import rule_info
 from memlint.diagnostics import Diagnostic
 from memlint.ir import Location
+from memlint.records import record
 
 
-@dataclass
+@record
 class RuleContext:
     """Everything a rule may look at for one file.
 

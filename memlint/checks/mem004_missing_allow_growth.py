@@ -24,13 +24,13 @@ first module-level call that reaches them; code never reached that way is not ju
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from memlint.checks.base import Rule, RuleContext, register
 from memlint.diagnostics import Diagnostic
 from memlint.ir import Location
+from memlint.records import record
 
 if TYPE_CHECKING:  # annotations only: libcst is imported where a Python file is checked
     import libcst as cst
@@ -53,7 +53,7 @@ MODULE = None  # scope of module-level code
 OPAQUE = "<class>"  # scope of class bodies and methods: not ordered
 
 
-@dataclass
+@record
 class Found:
     """One thing found in the source: a setting, an import, a GPU-initialising call."""
 

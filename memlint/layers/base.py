@@ -21,10 +21,11 @@ build time raise :class:`LayerError`; arguments whose value is not known statica
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Optional
 
 from memlint.ir import Weight
+from memlint.records import record
 
 MISSING = object()
 
@@ -55,14 +56,14 @@ class Unknown:
         return f"Unknown({self.reason!r})"
 
 
-@dataclass
+@record
 class Context:
     """Global settings of the analysed code that change how layers behave."""
 
     data_format: str = "channels_last"  # keras.backend.image_data_format()
 
 
-@dataclass
+@record
 class Args:
     """The arguments of one layer constructor call, as Python values.
 
@@ -103,7 +104,7 @@ class Args:
         return value
 
 
-@dataclass
+@record
 class LayerInstance:
     """A layer object created in the analysed code (before or after it is called)."""
 
@@ -167,7 +168,7 @@ class LayerKind:
         return saved + activation_saves(config.get("activation"), output_shape)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Saved:
     """One tensor a layer call keeps from its forward pass for its backward pass.
 

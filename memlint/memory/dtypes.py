@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from memlint.records import record
 
 BYTES = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
@@ -10,7 +10,7 @@ BYTES = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Precision:
     """Bytes per element for variables (weights, gradients, slots) and for activations."""
 

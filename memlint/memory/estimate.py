@@ -10,7 +10,7 @@ and its setup; each part's note states its assumption so reports can show it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from memlint.ir import ModelGraph, TrainingSetup, recorded_batch, with_open_batch
@@ -19,6 +19,7 @@ from memlint.memory.nesting import as_registry_kinds, opened
 from memlint.memory.optimizers import slots_per_variable
 from memlint.memory.tensors import (INPUT_TYPES, VIEW_LAYERS, layer_activation_bytes,
                                     output_bytes, tensor_bytes)
+from memlint.records import record
 
 __all__ = ["CATEGORIES", "INPUT_TYPES", "VIEW_LAYERS", "MemoryBreakdown", "Part",
            "batch_is_known", "estimate", "layer_activation_bytes", "max_batch_size",
@@ -31,7 +32,7 @@ CATEGORIES = ("weights", "gradients", "optimizer", "activations", "other")
 PEAK_TENSORS = 5
 
 
-@dataclass
+@record
 class Part:
     """One named part of the breakdown."""
 
@@ -41,7 +42,7 @@ class Part:
     note: str = ""
 
 
-@dataclass
+@record
 class MemoryBreakdown:
     """The estimate for one model: what is alive at the peak, by part, and the walk."""
 

@@ -29,11 +29,12 @@ graph-mode schedule without an allocator.  The CUDA context is part of the budge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+from memlint.records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Profile:
     """One backend's way of holding a step in memory (see the module docstring)."""
 

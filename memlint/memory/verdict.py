@@ -8,10 +8,10 @@ it fits.  Reporters and rules read :func:`verdict` rather than comparing sizes t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from memlint.memory.estimate import MemoryBreakdown, max_batch_size
+from memlint.records import record
 
 FITS = "fits"
 DOES_NOT_FIT = "does_not_fit"
@@ -24,7 +24,7 @@ _DIM_NAMES = {1: ("T",), 2: ("T", "F"), 3: ("H", "W", "C"), 4: ("D", "H", "W", "
 _DIM_NAMES_FIRST = {3: ("C", "H", "W"), 4: ("C", "D", "H", "W")}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """The verdict on one breakdown against one budget.
 

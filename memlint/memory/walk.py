@@ -27,7 +27,7 @@ frontend; the layer registry supplies what each kind keeps.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
@@ -35,6 +35,7 @@ from memlint.layers.base import REGISTRY, Saved
 from memlint.memory.dtypes import Precision
 from memlint.memory.optimizers import optimizer_elements
 from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
+from memlint.records import record
 
 # Layer types XLA fuses into the kernel that reads them: their output is not kept in memory
 # unless something saves it, so a ReLU after them keeps a one-byte mask, not its input.
@@ -63,7 +64,7 @@ KINDS = {
 ALL_REDUCE_COMBINE_BYTES = 30 * 2 ** 20  # XLA's all-reduce combine threshold (GPU default)
 
 
-@dataclass
+@record
 class Buffer:
     """One allocation: ``per_sample * batch + fixed`` bytes."""
 
@@ -85,7 +86,7 @@ class Buffer:
         return size
 
 
-@dataclass
+@record
 class _Tensor:
     buf: Buffer
     uses: int = 0  # forward consumers still to run
@@ -99,7 +100,7 @@ class _Tensor:
     shape: Optional[tuple] = None  # batch first
 
 
-@dataclass
+@record
 class WalkResult:
     """What the walk found: the peak at the batch size, where it is, what is alive there,
     the memory over the step, and every moment as (bytes per sample, fixed bytes)."""
@@ -279,9 +280,9 @@ class Walk:
             for t in outputs:
                 t.output = False
                 self.maybe_free(t)
-            for record in reversed(calls):
-                if record is not None:
-                    self.backward(record)
+            for call in reversed(calls):
+                if call is not None:
+                    self.backward(call)
             combined = self.all_reduce_copy()
             if combined is not None:
                 self.event("update", "all-reduce")

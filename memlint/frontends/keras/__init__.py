@@ -16,7 +16,7 @@ import threading
 import tokenize
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional
 
 import libcst as cst
@@ -32,9 +32,10 @@ from memlint.frontends.keras.graphs import aligned_data_shapes, sized_graph, to_
 from memlint.frontends.keras.setup import apply_strategy, training_setup
 from memlint.frontends.keras.state import FileState
 from memlint.ir import Location
+from memlint.records import record
 
 
-@dataclass
+@record
 class FrontendResult:
     """Models found in one file and the diagnostics the analysis itself raised."""
 

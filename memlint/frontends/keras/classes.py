@@ -15,7 +15,7 @@ call does.  Models and layer classes of the file can be wrapped in ``TimeDistrib
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Optional
 
 import libcst as cst
@@ -27,12 +27,13 @@ from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLaye
                                             SequentialModel, Tensor, Unknown, UserFunction,
                                             flatten_structure)
 from memlint.ir import Location, Weight
+from memlint.records import record
 
 LAYER_BASES = {"keras.layers.Layer", "keras.Layer"}
 MODEL_BASES = {"keras.Model"}
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class UserClass:
     """A Layer / Model subclass defined in the analysed file."""
 
@@ -47,7 +48,7 @@ class UserClass:
     registry_base: Optional[str] = None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ClassObject:
     """An object of a :class:`UserClass` under construction or in use."""
 
@@ -73,7 +74,7 @@ class ClassObject:
     parent_call: Optional[tuple] = None  # (args, kwargs) given to super().__init__
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ClassLayer:
     """A :class:`ClassObject` as a layer of a model (one layer of its class name)."""
 
@@ -89,19 +90,19 @@ class ClassLayer:
     input_keys: Optional[list] = None  # the call now being traced had a dict of inputs
 
 
-@dataclass
+@record
 class SuperCall:
     """``super`` inside a method of a user class."""
 
     obj: ClassObject
 
 
-@dataclass
+@record
 class SuperProxy:
     obj: ClassObject
 
 
-@dataclass
+@record
 class ObjMethod:
     """A method looked up on a :class:`ClassObject` (user-defined or Layer's own)."""
 

@@ -12,13 +12,14 @@ to ``map`` are interpreted on the element's shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Optional
 
 from memlint.frontends.keras import arrays
 from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.values import Array, Ref, Unknown, flatten_structure, is_unknown
 from memlint.ir import HostData, Location
+from memlint.records import record
 
 NOT_DATA = object()  # call() answers this for names that are not data sources
 
@@ -28,7 +29,7 @@ _PASSTHROUGH = frozenset({"shuffle", "repeat", "cache", "prefetch", "take", "ski
                           "take_while"})
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Dataset:
     """A pipeline: one element's structure (unbatched), its batch size, and their origins."""
 
@@ -39,14 +40,14 @@ class Dataset:
     host: list = field(default_factory=list)  # HostData of arrays it holds in memory
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ImageGenerator:
     """``ImageDataGenerator(...)``: augmentation settings; its flows are datasets."""
 
     data_format: str = "channels_last"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Generator:
     """A call of a generator function of the analysed file (``def gen(): ... yield x, y``):
     its first yielded value is what one batch looks like."""

@@ -17,11 +17,12 @@ a :class:`Replicas` value, so ``64 * strategy.num_replicas_in_sync`` stays "64 p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional
 
 from memlint.frontends.keras.values import Unknown, is_unknown
 from memlint.ir import Location, MemoryCap
+from memlint.records import record
 
 NOT_DEVICES = object()  # call() answers this for names that are not about devices
 
@@ -48,7 +49,7 @@ _MIRRORED = {"tensorflow.distribute.MirroredStrategy",
              "tensorflow.distribute.get_strategy"}
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SessionConfig:
     """A TF1 ``ConfigProto`` / ``GPUOptions``: the GPU options that matter for memory."""
 
@@ -57,14 +58,14 @@ class SessionConfig:
     gpu_options: Optional["SessionConfig"] = None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class LogicalDevice:
     """``tf.config.LogicalDeviceConfiguration(memory_limit=MB)``."""
 
     memory_limit: Any
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Replicas:
     """``strategy.num_replicas_in_sync`` when the number of GPUs is not known: a product with
     it is a per-replica amount (:class:`PerReplica`)."""
@@ -72,14 +73,14 @@ class Replicas:
     strategy: "Strategy"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PerReplica:
     """``64 * strategy.num_replicas_in_sync``: 64 per replica, whatever their number."""
 
     amount: int
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Strategy:
     """A distribution strategy: how many replicas share the batch (None: all the GPUs the
     process sees, a number the code does not state), how weights are sharded."""
@@ -95,14 +96,14 @@ class Strategy:
         return f"{self.kind} at line {self.location.line}"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class StrategyScope:
     """``strategy.scope()``: models made inside are distributed by ``strategy``."""
 
     strategy: Strategy
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class DeviceMesh:
     """``keras.distribution.DeviceMesh(shape, axis_names, devices)``."""
 
@@ -110,7 +111,7 @@ class DeviceMesh:
     axis_names: tuple
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class LayoutMap:
     """``keras.distribution.LayoutMap(mesh)``: variable-path patterns -> layouts."""
 

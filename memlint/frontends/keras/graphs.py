@@ -3,7 +3,7 @@ Keras's layer order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Optional
 
@@ -18,9 +18,10 @@ from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueL
                                             SequentialModel, Tensor, TensorOp)
 from memlint.ir import LayerNode, ModelGraph
 from memlint.layers.base import LayerError, UnresolvedArgument
+from memlint.records import record
 
 
-@dataclass
+@record
 class ModelNode(LayerNode):
     """A functional model used as a layer. Keras reports its own output (``layer.output``,
     from the model's own inputs: (None, None, 8) even when called on a sequence of 12); the
@@ -87,21 +88,21 @@ def _node(layer, call_indices: list) -> LayerNode:
     inner, own = [], None
     if isinstance(layer, classes.ClassLayer):
         config, weights = {"class": layer.type}, classes.class_weights(layer.obj)
-        for record in records:
-            inner += record.saved
+        for call_record in records:
+            inner += call_record.saved
     elif isinstance(layer, ModelLayer):
         config, weights = {"model": layer.model.name}, model_weights(layer.model)
         own = _own_output(layer.model) if unresolved is None else None
         if unresolved is None:
-            for record in records:
+            for call_record in records:
                 try:
-                    inner += nested_activation_shapes(layer.model, record.input_shapes)
+                    inner += nested_activation_shapes(layer.model, call_record.input_shapes)
                 except (LayerError, UnresolvedArgument):
                     pass  # the call itself already reported why
     else:
         config, weights = dict(layer.instance.config), layer_weights(layer)
-        for record in records:
-            inner += record.saved
+        for call_record in records:
+            inner += call_record.saved
     node = LayerNode if own is None else partial(ModelNode, own_output=own)
     shown, kind = layer_subclasses.node_type(layer)
     made = node(name=layer.name, type=shown, location=layer.location,

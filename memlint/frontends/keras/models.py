@@ -3,7 +3,7 @@ propagation through the layer registry), operators on tensors, and model methods
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
@@ -18,6 +18,7 @@ from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, 
                                             sequential_step)
 from memlint.ir import Location, as_shape_list
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
+from memlint.records import record
 
 _INPUT_KIND = registry.lookup("InputLayer")
 _RECURRENT = {"SimpleRNN", "LSTM", "GRU"}
@@ -32,7 +33,7 @@ TENSOR_OPERATORS = {"+": "Add", "-": "Subtract", "*": "Multiply", "/": "TrueDivi
                     "//": "FloorDivide", "%": "Mod", "**": "Power"}
 
 
-@dataclass
+@record
 class CallRecord:
     """One call of a layer: input shapes, output shape(s), and who produced the inputs."""
 

@@ -13,15 +13,16 @@ Keras Layer and Model subclasses are :mod:`memlint.frontends.keras.classes`, not
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Optional
 
 import libcst as cst
 
 from memlint.frontends.keras.values import Ref, Unknown, UserFunction
+from memlint.records import record
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class PlainClass:
     """A class of the analysed file that is not a Keras Layer or Model."""
 
@@ -35,7 +36,7 @@ class PlainClass:
     data_kind: Optional[str] = None  # "PyDataset" / "Sequence": a Keras data source class
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class PlainObject:
     """An instance of a :class:`PlainClass`, a SimpleNamespace or parsed arguments."""
 
@@ -43,7 +44,7 @@ class PlainObject:
     attrs: dict = field(default_factory=dict)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class PlainMethod:
     """``obj.method`` of a plain object, ready to be called with ``self`` bound."""
 
@@ -51,7 +52,7 @@ class PlainMethod:
     fn: UserFunction
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ArgumentParser:
     """``argparse.ArgumentParser()``: the defaults of its arguments by destination."""
 

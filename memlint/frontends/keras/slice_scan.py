@@ -8,10 +8,12 @@ names and calls against what the interpreter holds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 import libcst as cst
+
+from memlint.records import record
 
 _CONSTANTS = frozenset({"True", "False", "None"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -20,7 +22,7 @@ _JUMPS = (cst.Return, cst.Raise, cst.Break, cst.Continue, cst.Global, cst.Nonloc
           cst.Import, cst.ImportFrom)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     """A call: ``kind`` "name" (``f(...)``), "chain" (``a.b.f(...)``, ``dotted`` = "b.f"),
     "method" (a method of a value reached through subscripts or calls, ``x[0].append``),
@@ -31,7 +33,7 @@ class Call:
     dotted: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Binding:
     """One binding of ``name``: ``kind`` "expr" (``name = rhs``), "elem" (an element of rhs:
     unpacking, a loop target), "mutate" (``name.m(rhs)``, ``name[k] = rhs``), "import"
@@ -46,7 +48,7 @@ class Binding:
     scalar: Optional[frozenset] = None  # rhs makes a number or string if these names hold one
 
 
-@dataclass
+@record
 class Summary:
     """What a statement (and what is nested in it) does to names."""
 

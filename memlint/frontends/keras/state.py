@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional
 
 from memlint.diagnostics import Diagnostic
 from memlint.ir import Location, Unresolved
 from memlint.layers.base import Context
+from memlint.records import record
 
 # Codes of the diagnostics the analysis itself produces (documented in rules/MEM9xx.yaml).
 UNRESOLVED = ("MEM900", "unresolved-value", "info")
@@ -22,7 +23,7 @@ MAX_ALLOCATED = 5_000_000
 MAX_SEQUENCE = 100_000  # larger lists/strings from one operation are treated as unknown
 
 
-@dataclass
+@record
 class FileState:
     """Accumulates models, settings and notes for one analysed file."""
 

@@ -7,11 +7,12 @@ Everything else the analysed code can produce is one of the classes below, or
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional
 
 from memlint.ir import Location, OptimizerSpec
 from memlint.layers.base import LayerInstance, Unknown
+from memlint.records import record
 
 __all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
            "ModelLayer", "ModuleValue", "SequentialModel",
@@ -23,7 +24,7 @@ def is_unknown(value: Any) -> bool:
     return isinstance(value, Unknown)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ref:
     """A module, class or function of a library, by canonical dotted name."""
 
@@ -33,7 +34,7 @@ class Ref:
         return Ref(f"{self.name}.{attribute}")
 
 
-@dataclass
+@record
 class Tensor:
     """A symbolic tensor of the functional API: its shape and the layer call that produced it."""
 
@@ -42,7 +43,7 @@ class Tensor:
     reason: str = ""  # why the shape is unknown
 
 
-@dataclass
+@record
 class Array:
     """A NumPy array whose shape is known (``np.random.rand(1, 16, 16, 1)``), with its
     dtype where the code fixes it (None: not known; NumPy's float64 for most constructors)."""
@@ -51,7 +52,7 @@ class Array:
     dtype: Optional[str] = None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class LayerRef:
     """A layer created in the analysed code, with everything the graph needs about it."""
 
@@ -72,7 +73,7 @@ class LayerRef:
     callables: dict = field(default_factory=dict)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class OpaqueLayer:
     """A layer memlint cannot model (unregistered type or unresolved argument)."""
 
@@ -85,7 +86,7 @@ class OpaqueLayer:
     keras3_input_arg: bool = False
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class TensorOp:
     """An operation on symbolic tensors that is not a layer (``x + y`` in the functional API).
 
@@ -100,7 +101,7 @@ class TensorOp:
     calls: list = field(default_factory=list)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SequentialModel:
     """``Sequential`` under construction: its layers, name and any input shape given."""
 
@@ -119,7 +120,7 @@ class SequentialModel:
     as_layer: Optional["ModelLayer"] = None  # the model used as a layer of another model
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class FunctionalModel:
     """``Model(inputs, outputs)``."""
 
@@ -136,7 +137,7 @@ class FunctionalModel:
     built: bool = True
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ModelLayer:
     """A model used as a layer of another model (added to a Sequential, or called on a tensor).
 
@@ -154,7 +155,7 @@ class ModelLayer:
     keras3_input_arg: bool = False
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class UserFunction:
     """A function defined in the analysed file; calls to it are inlined by the interpreter."""
 
@@ -166,7 +167,7 @@ class UserFunction:
     module_globals: Optional[dict] = None  # the globals of the module that defined it
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Partial:
     """``functools.partial(func, *args, **kwargs)``: calling it adds the remembered arguments."""
 
@@ -175,7 +176,7 @@ class Partial:
     kwargs: dict
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ModuleValue:
     """A module of the user's own project, read with libcst and interpreted (never imported).
 
@@ -187,21 +188,21 @@ class ModuleValue:
     names: dict = field(default_factory=dict)
 
 
-@dataclass
+@record
 class Optimizer:
     """An optimizer object created in the code."""
 
     spec: OptimizerSpec
 
 
-@dataclass
+@record
 class Policy:
     """A mixed-precision policy object."""
 
     name: str
 
 
-@dataclass
+@record
 class BoundMethod:
     """``obj.method`` looked up on an abstract value, waiting to be called."""
 

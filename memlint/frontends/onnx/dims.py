@@ -8,13 +8,14 @@ shape is a list of dimensions, or ``None`` when even the rank is unknown.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
+
+from memlint.records import record
 
 BATCH = "<batch>"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BatchTimes:
     """A dimension equal to ``k`` times the batch (``k`` > 1)."""
 

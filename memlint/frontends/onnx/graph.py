@@ -18,7 +18,7 @@ shape, finds the parameters, and builds the IR the memory model and the rules re
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from memlint.diagnostics import Diagnostic
@@ -29,12 +29,13 @@ from memlint.frontends.onnx.params import collect_parameters
 from memlint.frontends.onnx.shapes import infer_shapes
 from memlint.frontends.onnx.windows import window_config
 from memlint.ir import LayerNode, Location, ModelGraph, TrainingSetup, Unresolved
+from memlint.records import record
 
 INPUT_TYPE = "Input"
 MAX_NOTES = 50  # MEM900 notes per file before they are summarised
 
 
-@dataclass
+@record
 class OnnxResult:
     """What :func:`analyze_onnx` found in one file."""
 

@@ -13,12 +13,13 @@ belong to the node that holds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from memlint.frontends.onnx.dims import FLOAT_TYPES, itemsize
 from memlint.frontends.onnx.graphutil import node_reads, subgraphs, topological
 from memlint.frontends.onnx.values import constant_attr, tensor_value
 from memlint.ir import Weight
+from memlint.records import record
 
 _REDUCE = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
            "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
@@ -43,7 +44,7 @@ PASS_THROUGH = frozenset({
 })
 
 
-@dataclass
+@record
 class Parameters:
     """The parameters of the main graph, grouped by owning node."""
 

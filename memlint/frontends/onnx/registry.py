@@ -8,8 +8,10 @@ inference functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Optional
+
+from memlint.records import record
 
 REGISTRY: dict = {}  # op_type -> function(NodeContext) -> list[(shape, elem_type)]
 
@@ -23,7 +25,7 @@ def op(*names: str) -> Callable:
     return wrap
 
 
-@dataclass
+@record
 class NodeContext:
     """One node with what is known about its inputs."""
 

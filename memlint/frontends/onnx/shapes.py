@@ -10,7 +10,7 @@ whatever ONNX left unknown.  What stays unknown is listed with node and tensor n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 import memlint.frontends.onnx.infer_nn  # noqa: F401  (registers its operators)
@@ -19,6 +19,7 @@ from memlint.frontends.onnx.dims import BATCH, BOOL, INT64, is_known_dim, known,
 from memlint.frontends.onnx.graphutil import label, subgraphs, topological
 from memlint.frontends.onnx.registry import REGISTRY, NodeContext
 from memlint.frontends.onnx.values import LIMIT, constant_attr, propagate, tensor_value
+from memlint.records import record
 
 BATCH_PARAM = "memlint_batch"  # the name given to an unnamed batch dimension
 NO_LIMIT = 2 ** 31 - 1  # a Loop trip count this large means "no limit" (while loops)
@@ -29,7 +30,7 @@ NON_TENSOR_OPS = frozenset({
 })
 
 
-@dataclass
+@record
 class Tensor:
     """What is known about one tensor."""
 
@@ -37,7 +38,7 @@ class Tensor:
     elem_type: Optional[int]
 
 
-@dataclass
+@record
 class ShapeResult:
     """Shapes of the main graph's tensors and what could not be determined."""
 
