@@ -12,6 +12,7 @@ are two functions defined once here.  Frozen classes keep the generated ``__eq__
 from __future__ import annotations
 
 import dataclasses
+import operator
 import reprlib
 
 
@@ -43,5 +44,14 @@ def _fields_repr(self) -> str:
 def _fields_eq(self, other):
     if other.__class__ is not self.__class__:
         return NotImplemented
-    names = [f.name for f in dataclasses.fields(self) if f.compare]
-    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+    compared = _COMPARED.get(self.__class__)
+    if compared is None:
+        names = [f.name for f in dataclasses.fields(self) if f.compare]
+        compared = _COMPARED[self.__class__] = (
+            (lambda obj: ()) if not names else
+            operator.attrgetter(*names) if len(names) > 1 else
+            (lambda obj, get=operator.attrgetter(names[0]): (get(obj),)))
+    return compared(self) == compared(other)  # tuples, as dataclass's own __eq__ compares
+
+
+_COMPARED: dict = {}  # class -> the tuple of its compared fields, for one object

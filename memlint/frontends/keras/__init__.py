@@ -338,7 +338,7 @@ def _factories(interpreter: Interpreter) -> list:
     model_classes = {k for k, v in interpreter.globals.items()
                      if isinstance(v, UserClass) and v.kind == "model"}
     plain = frozenset(k for k, v in interpreter.globals.items() if isinstance(v, PlainClass))
-    return factories(interpreter.module, model_classes, plain)
+    return factories(interpreter.module, model_classes, plain, interpreter.positions)
 
 
 def _note_factories(interpreter: Interpreter, state: FileState) -> list:

@@ -9,9 +9,11 @@ a classifier with ``build_model``) of a file that look like model builders.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Optional
 
 import libcst as cst
+
+from memlint.source_index import SourceIndex
 
 
 class EntryError(ValueError):
@@ -56,56 +58,68 @@ def _literal(node: ast.AST) -> Any:
 _MODEL_CALLS = {"Model", "Sequential", "Functional"}
 
 
-def _called_names(node: cst.CSTNode) -> set:
-    """Last components of the names called anywhere in ``node``."""
-    out = set()
+class _CalledNames(cst.CSTVisitor):
+    """Last components of the names called anywhere in the visited node."""
 
-    class Visitor(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            func = call.func
-            if isinstance(func, cst.Name):
-                out.add(func.value)
-            elif isinstance(func, cst.Attribute):
-                out.add(func.attr.value)
+    def __init__(self):
+        self.names: set = set()
 
-    node.visit(Visitor())
-    return out
+    def visit_Call(self, call: cst.Call) -> None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            self.names.add(func.value)
+        elif isinstance(func, cst.Attribute):
+            self.names.add(func.attr.value)
 
 
-def _returns_value(node: cst.FunctionDef) -> bool:
-    found = []
-
-    class Visitor(cst.CSTVisitor):
-        def visit_Return(self, ret: cst.Return) -> None:
-            if ret.value is not None:
-                found.append(ret)
-
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return inner is node  # a nested function's returns are not this one's
-
-        def visit_Lambda(self, _node) -> bool:
-            return False
-
-    node.visit(Visitor())
-    return bool(found)
+def _called_names(node: cst.CSTNode, index: SourceIndex) -> set:
+    finder = _CalledNames()
+    index.visit(finder, node)
+    return finder.names
 
 
-def factories(module: cst.Module, model_classes: set, plain_classes: frozenset = frozenset()
-              ) -> list:
+class _ValueReturns(cst.CSTVisitor):
+    """Whether a ``def`` returns a value itself (a nested function's returns are not its)."""
+
+    def __init__(self, node: cst.FunctionDef):
+        self.node = node
+        self.found = False
+
+    def visit_Return(self, ret: cst.Return) -> None:
+        if ret.value is not None:
+            self.found = True
+
+    def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+        return inner is self.node
+
+    def visit_Lambda(self, _node) -> bool:
+        return False
+
+
+def _returns_value(node: cst.FunctionDef, index: SourceIndex) -> bool:
+    finder = _ValueReturns(node)
+    index.visit(finder, node)
+    return finder.found
+
+
+def factories(module: cst.Module, model_classes: set, plain_classes: frozenset = frozenset(),
+              index: Optional[SourceIndex] = None) -> list:
     """``(kind, name, FunctionDef | ClassDef)`` of the module-level model factories:
     functions that return a value and call Model / Sequential / a Model subclass / another
     factory, Model subclasses (``model_classes``: their names), and plain classes
-    (``plain_classes``: their names) whose methods call any of those."""
+    (``plain_classes``: their names) whose methods call any of those (``index``: the
+    module's :class:`SourceIndex`, when the caller has it)."""
+    index = index if index is not None else SourceIndex(module)
     functions = {}
     found = []
     holders = []
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef) and _returns_value(stmt):
-            functions[stmt.name.value] = (stmt, _called_names(stmt))
+        if isinstance(stmt, cst.FunctionDef) and _returns_value(stmt, index):
+            functions[stmt.name.value] = (stmt, _called_names(stmt, index))
         elif isinstance(stmt, cst.ClassDef) and stmt.name.value in model_classes:
             found.append(("class", stmt.name.value, stmt))
         elif isinstance(stmt, cst.ClassDef) and stmt.name.value in plain_classes:
-            holders.append((stmt, _called_names(stmt)))
+            holders.append((stmt, _called_names(stmt, index)))
     builders = _MODEL_CALLS | set(model_classes)
     chosen: set = set()
     changed = True

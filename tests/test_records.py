@@ -1,0 +1,93 @@
+"""``@record`` gives the classes ``@dataclass`` gives: same repr text, equality, hashing,
+frozenness and dataclass helpers (memlint/records.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pytest
+
+from memlint.records import record
+
+
+def pair(**options):
+    """The same class body under @dataclass and under @record with ``options``."""
+    def body():
+        class Point:
+            x: int
+            y: Optional[str] = None
+            tags: list = field(default_factory=list)
+            hidden: int = field(default=0, repr=False, compare=False)
+        return Point
+
+    if options:
+        return dataclass(**options)(body()), record(**options)(body())
+    return dataclass(body()), record(body())
+
+
+SAMPLES = [(1,), (1, "a"), (2, "a", [1, 2]), (1, None, [], 5)]
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"eq": False}])
+def test_records_behave_as_dataclasses(options):
+    reference, ours = pair(**options)
+    assert dataclasses.is_dataclass(ours)
+    assert [f.name for f in dataclasses.fields(ours)] == \
+        [f.name for f in dataclasses.fields(reference)]
+    for a in SAMPLES:
+        assert repr(ours(*a)) == repr(reference(*a))
+        for b in SAMPLES:
+            assert (ours(*a) == ours(*b)) == (reference(*a) == reference(*b))
+            assert (ours(*a) != ours(*b)) == (reference(*a) != reference(*b))
+    hashable = reference.__hash__ is not None
+    assert (ours.__hash__ is not None) == hashable
+    if options.get("frozen"):
+        for cls in (reference, ours):  # a frozen record hashes its fields (a list: refused)
+            with pytest.raises(TypeError):
+                hash(cls(1, "a"))
+            assert hash(cls(1, "a", ())) == hash(cls(1, "a", ()))
+    assert ours(1) != reference(1)  # another class is never equal
+    changed = dataclasses.replace(ours(1, "a"), x=3)
+    assert (changed.x, changed.y) == (3, "a")
+    assert dataclasses.asdict(ours(1, "a")) == dataclasses.asdict(reference(1, "a"))
+
+
+def test_frozen_records_refuse_assignment():
+    _, ours = pair(frozen=True)
+    point = ours(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        point.x = 2
+
+
+def test_a_class_keeps_its_own_repr_and_eq():
+    @record
+    class Named:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+        def __eq__(self, other) -> bool:
+            return isinstance(other, Named) and other.name.lower() == self.name.lower()
+
+        __hash__ = None
+
+    assert repr(Named("a")) == "<a>"
+    assert Named("A") == Named("a")
+
+
+def test_a_record_that_holds_itself_prints():
+    class Node:
+        value: int
+        parent: object = None
+
+    texts = []
+    for make in (dataclass, record):
+        cls = make(type("Node", (), {"__annotations__": dict(Node.__annotations__),
+                                     "parent": None}))
+        node = cls(1)
+        node.parent = node
+        texts.append(repr(node))
+    assert texts[0] == texts[1] == "Node(value=1, parent=...)"
