@@ -1,12 +1,20 @@
-"""``@record``: a dataclass whose ``__repr__`` and ``__eq__`` are shared functions.
+"""``@record``: a dataclass whose methods cost nothing until they are used.
 
 ``dataclasses.dataclass`` writes and compiles the source of every method of every class it
-decorates; for memlint's ~80 classes that was about 40% of its import time, which every run
-of the pre-commit hook pays.  ``record`` takes the same arguments and gives the same class (a
-real dataclass: ``fields``, ``replace``, ``asdict`` work), the same ``repr`` text and the
-same equality and hashing rules, but ``repr`` and ``==`` (for classes that are not frozen)
-are two functions defined once here.  Frozen classes keep the generated ``__eq__`` and
-``__hash__``.
+decorates when the class is made; for memlint's ~80 classes that was about 40% of its import
+time, which every run of the pre-commit hook pays, although a run uses few of them.
+``record`` takes the same arguments and gives the same class (a real dataclass: ``fields``,
+``replace``, ``asdict``, ``is_dataclass`` work) with the same behaviour:
+
+* ``__init__`` is compiled the first time the class is instantiated (the same signature,
+  defaults, ``default_factory`` calls, ``__post_init__`` call, and for frozen classes
+  assignment through ``object.__setattr__``);
+* ``__repr__``, ``__eq__``, ``__hash__`` (frozen classes) and the frozen ``__setattr__`` /
+  ``__delattr__`` are functions shared by every record: the same text, the same comparison
+  of the fields' tuples, the same ``FrozenInstanceError``.
+
+Options ``record`` does not handle itself (``init=False``, ``kw_only``, ``slots``,
+``order``, ``unsafe_hash``, ``InitVar`` fields) are left to ``dataclass`` entirely.
 """
 
 from __future__ import annotations
@@ -15,24 +23,80 @@ import dataclasses
 import operator
 import reprlib
 
+_HANDLED = {"frozen", "eq"}
+
 
 def record(cls=None, /, **options):
     """``@record``, ``@record(frozen=True)``, ``@record(eq=False)``: as ``@dataclass``."""
-    eq = options.pop("eq", True)
-    frozen = options.get("frozen", False)
-    shared_eq = eq and not frozen
-
     def wrap(cls):
-        built = dataclasses.dataclass(cls, repr=False, eq=eq and frozen, **options)
-        if "__repr__" not in cls.__dict__:
-            built.__repr__ = _fields_repr
-        if shared_eq and "__eq__" not in cls.__dict__:
-            built.__eq__ = _fields_eq
-            built.__hash__ = None  # as dataclass: mutable and compared by value
-        return built
+        if set(options) - _HANDLED:
+            return dataclasses.dataclass(cls, **options)
+        eq, frozen = options.get("eq", True), options.get("frozen", False)
+        own = cls.__dict__
+        made = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+        fields = dataclasses.fields(made)  # ClassVar and InitVar pseudo-fields left out
+        others = set(made.__dataclass_fields__) - {f.name for f in fields}
+        if any(f.kw_only is True for f in fields) or any(
+                "InitVar" in str(made.__annotations__.get(name, "")) for name in others):
+            return dataclasses.dataclass(cls, **options)  # the rare cases: dataclass's own
+        if "__init__" not in own:
+            made.__init__ = _deferred_init(made, frozen)
+        if "__repr__" not in own:
+            made.__repr__ = _fields_repr
+        if eq and "__eq__" not in own:
+            made.__eq__ = _fields_eq
+            if "__hash__" not in own:
+                made.__hash__ = _fields_hash if frozen else None  # as dataclass decides
+        if frozen:
+            _FROZEN.add(made)
+            made.__setattr__, made.__delattr__ = _frozen_setattr, _frozen_delattr
+        return made
 
     return wrap if cls is None else wrap(cls)
 
+
+# ---------------------------------------------------------------------- __init__, when used
+
+def _deferred_init(cls, frozen: bool):
+    def __init__(self, *args, **kwargs):
+        real = _compile_init(cls, frozen)
+        cls.__init__ = real
+        real(self, *args, **kwargs)
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+_NO_ARGUMENT = object()  # a default_factory field's default in the generated signature
+
+
+def _compile_init(cls, frozen: bool):
+    params, body, namespace = [], [], {"_NO_ARGUMENT": _NO_ARGUMENT,
+                                       "_set": object.__setattr__}
+    for f in dataclasses.fields(cls):
+        name = f.name
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default_{name}"] = f.default
+            params.append(f"{name}=_default_{name}")
+            value = name
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{name}"] = f.default_factory
+            params.append(f"{name}=_NO_ARGUMENT")
+            value = f"_factory_{name}() if {name} is _NO_ARGUMENT else {name}"
+        else:
+            params.append(name)
+            value = name
+        body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
+    if hasattr(cls, "__post_init__"):
+        body.append("self.__post_init__()")
+    source = (f"def __init__(self, {', '.join(params)}):\n" if params else
+              "def __init__(self):\n") + "".join(f"    {line}\n" for line in body or ["pass"])
+    exec(source, namespace)  # noqa: S102 - memlint's own generated source, as dataclass does
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+# ---------------------------------------------------------------------- shared methods
 
 @reprlib.recursive_repr()
 def _fields_repr(self) -> str:
@@ -41,17 +105,49 @@ def _fields_repr(self) -> str:
     return f"{type(self).__qualname__}({shown})"
 
 
-def _fields_eq(self, other):
-    if other.__class__ is not self.__class__:
-        return NotImplemented
-    compared = _COMPARED.get(self.__class__)
-    if compared is None:
-        names = [f.name for f in dataclasses.fields(self) if f.compare]
-        compared = _COMPARED[self.__class__] = (
+def _compared(cls):
+    """The tuple of ``cls``'s compared fields, for one object (made once per class)."""
+    found = _COMPARED.get(cls)
+    if found is None:
+        names = [f.name for f in dataclasses.fields(cls) if f.compare]
+        found = _COMPARED[cls] = (
             (lambda obj: ()) if not names else
             operator.attrgetter(*names) if len(names) > 1 else
             (lambda obj, get=operator.attrgetter(names[0]): (get(obj),)))
+    return found
+
+
+def _fields_eq(self, other):
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    compared = _compared(self.__class__)
     return compared(self) == compared(other)  # tuples, as dataclass's own __eq__ compares
 
 
-_COMPARED: dict = {}  # class -> the tuple of its compared fields, for one object
+def _fields_hash(self) -> int:
+    cls = self.__class__
+    hashed = _HASHED.get(cls)
+    if hashed is None:
+        names = [f.name for f in dataclasses.fields(cls)
+                 if (f.compare if f.hash is None else f.hash)]
+        hashed = _HASHED[cls] = tuple(names)
+    return hash(tuple(getattr(self, name) for name in hashed))
+
+
+def _frozen_setattr(self, name, value):
+    cls = type(self)
+    if cls in _FROZEN or name in cls.__dataclass_fields__:  # as dataclass's own __setattr__
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)
+
+
+def _frozen_delattr(self, name):
+    cls = type(self)
+    if cls in _FROZEN or name in cls.__dataclass_fields__:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+    object.__delattr__(self, name)
+
+
+_COMPARED: dict = {}
+_HASHED: dict = {}
+_FROZEN: set = set()  # the frozen record classes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Optional
 
 import pytest
 
@@ -91,3 +91,49 @@ def test_a_record_that_holds_itself_prints():
         node.parent = node
         texts.append(repr(node))
     assert texts[0] == texts[1] == "Node(value=1, parent=...)"
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_the_deferred_init_takes_what_dataclasses_init_takes(frozen):
+    reference, ours = pair(frozen=frozen)
+    for cls in (reference, ours):
+        point = cls(x=4, tags=[7])
+        assert (point.x, point.y, point.tags, point.hidden) == (4, None, [7], 0)
+        assert cls(1).tags is not cls(1).tags  # a fresh list per object
+        with pytest.raises(TypeError):
+            cls()
+        with pytest.raises(TypeError):
+            cls(1, "a", [], 0, "too many")
+        with pytest.raises(TypeError):
+            cls(1, nope=2)
+
+
+def test_post_init_runs_and_subclasses_get_their_own_fields():
+    seen = []
+
+    @record
+    class Base:
+        a: int
+
+        def __post_init__(self):
+            seen.append(type(self).__name__)
+
+    @record
+    class Child(Base):
+        b: str = "b"
+
+    assert Child(1).b == "b" and Child(1, "c").b == "c"
+    assert Base(2).a == 2
+    assert seen == ["Child", "Child", "Base"]
+    assert [f.name for f in dataclasses.fields(Child)] == ["a", "b"]
+
+
+def test_class_variables_are_not_fields():
+    @record
+    class Counted:
+        total: ClassVar[int] = 0
+        value: int = 1
+
+    assert Counted(5).value == 5 and Counted.total == 0
+    with pytest.raises(TypeError):
+        Counted(1, 2)
