@@ -83,12 +83,29 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_ERROR)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command``, only that command's options are built
+    (what a run of it parses; --help without a command lists them all)."""
     parser = _Parser(
         prog="memlint", description="Static GPU-memory linter for Keras model code.")
     parser.add_argument("--version", action="version", version=f"memlint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    if command in ("check", None):
+        _check_parser(sub)
+    if command in ("report", None):
+        _report_parser(sub)
+    if command in ("rules", None):
+        rules = sub.add_parser("rules", help="list the rules")
+        rules.add_argument("--output-format", choices=("text", "json"), default="text")
+    if command in ("explain", None):
+        explain = sub.add_parser("explain", help="explain one rule, e.g. memlint explain MEM003")
+        explain.add_argument("code")
+    if command in ("gpus", None):
+        sub.add_parser("gpus", help="list the GPU names --gpu accepts")
+    return parser
 
+
+def _check_parser(sub) -> None:
     check = sub.add_parser("check", help="lint model files and report diagnostics")
     _analysis_options(check)
     check.add_argument("--fail-on", choices=("info", "warning", "error"),
@@ -102,18 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="append a Markdown summary table to FILE (default under GitHub "
                             "Actions: $GITHUB_STEP_SUMMARY)")
 
+
+def _report_parser(sub) -> None:
     report = sub.add_parser("report", help="per-layer table and memory breakdown per model")
     _analysis_options(report)
     report.add_argument("--html", metavar="FILE",
                         help="write a self-contained HTML page (memory chart, breakdown, "
                              "layer table) to FILE instead of printing the report")
-
-    rules = sub.add_parser("rules", help="list the rules")
-    rules.add_argument("--output-format", choices=("text", "json"), default="text")
-    explain = sub.add_parser("explain", help="explain one rule, e.g. memlint explain MEM003")
-    explain.add_argument("code")
-    sub.add_parser("gpus", help="list the GPU names --gpu accepts")
-    return parser
 
 
 def _cli_settings(args) -> dict:
@@ -345,7 +357,8 @@ COMMANDS = {"check": cmd_check, "report": cmd_report, "rules": cmd_rules,
 
 
 def main(argv: list | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse printed its own one-line usage error

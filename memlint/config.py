@@ -12,6 +12,7 @@ file's folder -> any of the keys above).
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 from dataclasses import field, fields, replace
 from pathlib import Path
@@ -194,7 +195,7 @@ def _read_config(directory: Path) -> Optional[ConfigFile]:
             text = toml_path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{toml_path}: invalid TOML: {exc}") from None
-        if "memlint" not in text:  # no [tool.memlint] table: no TOML parser needed
+        if not _may_configure_memlint(text):  # no TOML parser needed
             return None
         tomllib = _toml_parser()
         try:
@@ -205,6 +206,23 @@ def _read_config(directory: Path) -> Optional[ConfigFile]:
         if isinstance(table, dict):
             return ConfigFile(toml_path, table, _overrides(table, toml_path))
     return None
+
+
+_TOOL_MEMLINT = re.compile(r"""^[ \t]*\[?[ \t]*["']?tool["']?[ \t]*\.[ \t]*["']?memlint\b""",
+                           re.MULTILINE)
+_TOOL_TABLE = re.compile(r"""^[ \t]*\[[ \t]*["']?tool["']?[ \t]*\]""", re.MULTILINE)
+_MEMLINT_KEY = re.compile(r"""^[ \t]*["']?memlint["']?[ \t]*[.=]""", re.MULTILINE)
+_TOOL_INLINE = re.compile(r"""^[ \t]*["']?tool["']?[ \t]*=""", re.MULTILINE)
+
+
+def _may_configure_memlint(text: str) -> bool:
+    """Whether a pyproject.toml may hold memlint's settings: a ``[tool.memlint...]`` table or
+    a ``tool.memlint...`` key, or a ``memlint`` key in a file with a ``[tool]`` table (files
+    that only name the package memlint are not parsed)."""
+    if "memlint" not in text:
+        return False
+    return bool(_TOOL_MEMLINT.search(text) or _TOOL_INLINE.search(text) or
+                (_TOOL_TABLE.search(text) and _MEMLINT_KEY.search(text)))
 
 
 def _toml_parser():

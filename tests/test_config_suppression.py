@@ -19,6 +19,31 @@ def test_pyproject_table_is_found_walking_up(tmp_path):
     assert settings.rule_options("MEM002", {"activation-share": 0.25}) == {"activation-share": 0.5}
 
 
+@pytest.mark.parametrize("text", [
+    '[tool.memlint]\ngpu = "t4"\n',
+    '[tool."memlint"]\ngpu = "t4"\n',
+    '[project]\nname = "x"\n\n[tool]\nmemlint = { gpu = "t4" }\n',
+    '[tool]\nmemlint.gpu = "t4"\n',
+    'tool.memlint.gpu = "t4"\n',
+    'tool = { memlint = { gpu = "t4" } }\n',
+])
+def test_every_toml_spelling_of_the_memlint_table_is_read(tmp_path, text):
+    """A pyproject.toml is parsed only when it may configure memlint; every TOML form of
+    ``tool.memlint`` still is."""
+    (tmp_path / "pyproject.toml").write_text(text)
+    model = tmp_path / "model.py"
+    model.write_text("")
+    assert settings_for(model, {}).gpu == "t4"
+
+
+def test_a_pyproject_that_only_names_memlint_configures_nothing(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\ndependencies = ["memlint"]\n[tool.ruff]\nline-length = 99\n')
+    model = tmp_path / "model.py"
+    model.write_text("")
+    assert settings_for(model, {}).gpu is None
+
+
 def test_memlint_yaml_with_per_file_overrides_and_cli_precedence(tmp_path):
     (tmp_path / ".memlint.yaml").write_text(
         "gpu: 2GiB\nper-file-overrides:\n  'experiments/*.py':\n    gpu: 80GiB\n    mode: infer\n")
