@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from typing import Optional
 
@@ -166,6 +167,27 @@ class SourceIndex:
             _leave(visitor, methods, order[entered.pop()])
 
 
+def children(node: cst.CSTNode) -> list:
+    """``node.children`` without whitespace and comments, read off the node's fields (libcst's
+    property rebuilds the node to collect them; the order is the fields' order)."""
+    names = _CHILD_FIELDS.get(type(node))
+    if names is None:
+        names = _CHILD_FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    found = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not isinstance(value, _LAYOUT):
+                found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(item for item in value
+                         if isinstance(item, cst.CSTNode) and not isinstance(item, _LAYOUT))
+    return found
+
+
+_CHILD_FIELDS: dict = {}  # node type -> its field names
+_LAYOUT = (cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine,
+           cst.Newline, cst.Comment)
 _NONE = (None, None)
 _METHODS: dict = {}  # visitor class -> {node type: (visit_ function, leave_ function)}
 

@@ -128,3 +128,17 @@ def test_visits_of_foreign_nodes_and_of_visitors_with_their_own_hooks_use_libcst
     index.visit(everything)
     cst.parse_module("x = f(1)\n").visit(reference)
     assert everything.count == reference.count > 5
+
+
+def test_children_are_libcsts_children_without_layout():
+    from memlint.source_index import _LAYOUT, children
+
+    for path in SOURCES[::5]:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        stack = [module]
+        while stack:
+            node = stack.pop()
+            expected = [c for c in node.children if not isinstance(c, _LAYOUT)]
+            found = children(node)
+            assert sorted(map(id, found)) == sorted(map(id, expected)), type(node).__name__
+            stack.extend(expected)

@@ -14,6 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from memlint.records import record
+from memlint.source_index import children
 
 _CONSTANTS = frozenset({"True", "False", "None"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -113,9 +114,9 @@ class _Expr:
                 self._comprehension(node, local)
             elif isinstance(node, (cst.NamedExpr, cst.Yield, cst.Await)):
                 self.blocked = True
-                stack.extend((child, local) for child in node.children)
+                stack.extend((child, local) for child in children(node))
             else:
-                stack.extend((child, local) for child in node.children)
+                stack.extend((child, local) for child in children(node))
 
     def merge(self, other: "_Expr") -> None:
         self.reads |= other.reads
