@@ -153,18 +153,21 @@ class SourceIndex:
                 return
         methods = _methods(type(visitor))
         stop = ends[first] if node is not None else len(order)
-        entered: list = []
+        leaving: list = []  # (end of subtree, leave_ function, node) of nodes with a leave_
         i = first
         while i < stop:
-            while entered and ends[entered[-1]] <= i:
-                _leave(visitor, methods, order[entered.pop()])
+            while leaving and leaving[-1][0] <= i:
+                _, on_leave, done = leaving.pop()
+                on_leave(visitor, done)
             current = order[i]
-            on_visit = methods[type(current)][0]
-            entered.append(i)
+            on_visit, on_leave = methods[type(current)]
+            if on_leave is not None:
+                leaving.append((ends[i], on_leave, current))
             i = ends[i] if on_visit is not None and on_visit(visitor, current) is False \
                 else i + 1
-        while entered:
-            _leave(visitor, methods, order[entered.pop()])
+        while leaving:
+            _, on_leave, done = leaving.pop()
+            on_leave(visitor, done)
 
 
 def children(node: cst.CSTNode) -> list:
@@ -212,9 +215,3 @@ class _Methods(dict):
                 getattr(self.visitor_class, f"leave_{name}", None))
         self[kind] = pair if pair != _NONE else _NONE
         return self[kind]
-
-
-def _leave(visitor, methods, node) -> None:
-    on_leave = methods[type(node)][1]
-    if on_leave is not None:
-        on_leave(visitor, node)
