@@ -8,7 +8,7 @@ Every figure is a fresh process, so start-up and imports count, as they do for a
 pre-commit hook.  memlint's modules are byte-compiled first, as ``pip install`` does for
 users (an environment with PYTHONDONTWRITEBYTECODE would otherwise recompile them each run);
 memlint runs with ``--no-cache`` (every run analyses the file: the cold figure).  Ratios are computed from one run of this script (the machines are noisy:
-compare ratios, not seconds).  Usage: python benchmarks/bench_fixtures.py [--repeat N]
+compare ratios, not seconds).  Usage: python benchmarks/bench_fixtures.py [--repeat N] [--no-keras] [--folder DIR] [--json F]
 """
 
 from __future__ import annotations
@@ -53,14 +53,22 @@ def main() -> int:
     parser.add_argument("--keras", action=argparse.BooleanOptionalAction, default=True,
                         help="also time building each model with real Keras")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
+    parser.add_argument("--folder", type=Path,
+                        help="time every .py file under this folder instead of the fixtures "
+                             "(real scripts kept outside the repository; no Keras column)")
     args = parser.parse_args()
 
-    with_keras = args.keras and importlib.util.find_spec("keras") is not None
+    with_keras = args.keras and args.folder is None and \
+        importlib.util.find_spec("keras") is not None
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "memlint")],
                    env=environment(), check=True)
-    fixtures = sorted(p for p in (ROOT / "fixtures").rglob("*.py")
-                      if "invalid" not in p.relative_to(ROOT / "fixtures").parts
-                      and not (p.parent / "__init__.py").exists())  # package modules
+    base = args.folder.resolve() if args.folder else ROOT / "fixtures"
+    if args.folder:
+        fixtures = sorted(base.rglob("*.py"))
+    else:
+        fixtures = sorted(p for p in base.rglob("*.py")
+                          if "invalid" not in p.relative_to(base).parts
+                          and not (p.parent / "__init__.py").exists())  # package modules
     rows = []
     py = sys.executable
     for path in fixtures:
@@ -73,7 +81,7 @@ def main() -> int:
             source = path.parent / twin.group(1) if twin else path  # Keras 1 spelling: its twin
             keras = median_time([py, str(ROOT / "tests" / "oracle" / "keras_scripts.py")], 1,
                                 stdin=json.dumps({"files": [str(source)]}))
-        name = str(path.relative_to(ROOT / "fixtures"))
+        name = str(path.relative_to(base))
         rows.append({"fixture": name, "floor_s": floor, "memlint_s": ours,
                      "keras_s": keras})
         print(f"{name:<48} floor {floor:6.3f}s  memlint {ours:6.3f}s  "
@@ -83,7 +91,7 @@ def main() -> int:
 
     total_floor = sum(r["floor_s"] for r in rows)
     total_ours = sum(r["memlint_s"] for r in rows)
-    print(f"\n{len(rows)} fixtures, {args.repeat} runs each (median), one process per run")
+    print(f"\n{len(rows)} files, {args.repeat} runs each (median), one process per run")
     print(f"memlint / floor: {total_ours / total_floor:.2f}x (sum of medians); per-file median "
           f"{statistics.median(r['memlint_s'] / r['floor_s'] for r in rows):.2f}x")
     slowest = max(rows, key=lambda r: r["memlint_s"])

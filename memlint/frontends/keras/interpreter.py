@@ -21,7 +21,8 @@ from memlint.frontends.keras import calls, classes, devices, plain_objects, star
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
-from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch
+from memlint.frontends.keras.loop_progress import ProgressWatch, forget_after_stop
+from memlint.frontends.keras.loop_repeats import RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
@@ -152,6 +153,7 @@ class Interpreter(ExpressionEvaluator):
         self.longest_loop = 0  # most iterations one for/while loop ran (MAX_LOOP_ITERATIONS)
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
         self.model_changing_loops: dict = {}  # id(loop) -> whether it may change a model
+        self.repeating_loops: set = set()  # ids of loops stopped for repeating (loop_repeats.py)
         self._capture_depth = -1  # call depth of the generator run by first_yield
         # with ``slicing``: what nothing the models depend on reads is skipped (slicing.py)
         self.slicer = Slicer(self, enabled=slicing)
@@ -508,8 +510,8 @@ class Interpreter(ExpressionEvaluator):
                 if ctl.kind == "break":
                     broke = True
                     break
-            if watch.end() and self._stop_repeating(stmt, count, total - count,
-                                                    self.steps - start):
+            if self._stop_repeating(stmt, count, total - count, self.steps - start,
+                                    watch.end()):
                 return
         if not broke and stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
@@ -519,6 +521,7 @@ class Interpreter(ExpressionEvaluator):
         becomes unknown stops the loop with a note."""
         count = 0
         watch = RepeatWatch(self, stmt)
+        progress = ProgressWatch(self)
         while True:
             test = self.eval(stmt.test)
             if not has_truth(test):
@@ -533,6 +536,9 @@ class Interpreter(ExpressionEvaluator):
                 self.state.note_budget(self.location(stmt),
                                        f"loop stopped after {MAX_LOOP_ITERATIONS:,} iterations")
                 return
+            if progress.stalled(count):
+                self._stop_stalled(stmt, count)
+                return
             self.longest_loop = max(self.longest_loop, count)
             start = self.steps
             watch.begin()
@@ -541,22 +547,44 @@ class Interpreter(ExpressionEvaluator):
             except _LoopControl as ctl:
                 if ctl.kind == "break":
                     return
-            if watch.end() and self._stop_repeating(stmt, count, None, self.steps - start):
+            if self._stop_repeating(stmt, count, None, self.steps - start, watch.end()):
                 return
         if stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
 
-    def _stop_repeating(self, stmt, count: int, remaining: Optional[int], per_iteration: int
-                        ) -> bool:
-        """Stop a loop whose last iterations only repeated model calls (loop_repeats.py) when
-        its remaining iterations (None: not known) cannot run within the step budget."""
-        left = MAX_LOOP_ITERATIONS - count if remaining is None else \
-            min(remaining, MAX_LOOP_ITERATIONS - count)
-        if left <= 0 or left * max(per_iteration, 1) <= MAX_STEPS - self.steps:
-            return False
+    def _stop_stalled(self, stmt, count: int) -> None:
+        """A ``while`` loop whose last iteration changed nothing memlint knows
+        (loop_progress.py): stopped; what it changes becomes unknown after it."""
+        line = self.location(stmt).line
+        forgotten = forget_after_stop(
+            self, self.slicer.scanner.summary(stmt),
+            f"changed by the while loop at line {line}, which memlint stopped")
+        shown = ", ".join(forgotten[:6]) + (", ..." if len(forgotten) > 6 else "")
         self.state.note_budget(
             self.location(stmt),
-            f"loop stopped after {count:,} iterations: the last {REPEATS} only repeated calls "
+            f"loop stopped after {count - 1:,} iteration(s): the last one changed nothing "
+            "memlint knows (it follows branches it cannot decide), so the loop would never end "
+            "here; " + (f"{shown} are unknown after it" if forgotten else
+                        "the analysis goes on after it"))
+
+    def _stop_repeating(self, stmt, count: int, remaining: Optional[int], per_iteration: int,
+                        streak: int) -> bool:
+        """Stop a loop whose last ``streak`` iterations only repeated model calls
+        (loop_repeats.py) when its remaining iterations (None: not known) cannot run within
+        the step budget."""
+        if not streak:
+            return False
+        left = MAX_LOOP_ITERATIONS - count if remaining is None else \
+            min(remaining, MAX_LOOP_ITERATIONS - count)
+        steps_left = MAX_STEPS - self.steps
+        if left <= 0 or left * max(per_iteration, 1) <= steps_left or \
+                not enough_repeats(streak, per_iteration, steps_left,
+                                   id(stmt) in self.repeating_loops):
+            return False
+        self.repeating_loops.add(id(stmt))
+        self.state.note_budget(
+            self.location(stmt),
+            f"loop stopped after {count:,} iterations: the last {streak} only repeated calls "
             "of the models already seen, and the rest would exceed the analysis's step budget; "
             "the analysis goes on after the loop")
         return True

@@ -1,0 +1,71 @@
+"""``while`` loops that make no progress as memlint evaluates them stop at once, and what
+they change becomes unknown (loop_progress.py); loops that make progress, by any route, run."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from memlint.frontends.keras import analyze_source
+from memlint.frontends.keras.interpreter import Interpreter
+from memlint.frontends.keras.state import FileState
+
+HEADER = "import keras\nimport numpy as np\nfrom keras import layers\n"
+
+SPINNING = HEADER + """
+questions, seen = [], set()
+while len(questions) < 50000:
+    a = int(np.random.randint(0, 999))
+    key = (a, a)
+    if key in seen:
+        continue
+    seen.add(key)
+    questions.append(str(a))
+
+x = np.zeros((len(questions), 7, 12))
+model = keras.Sequential([keras.Input((7, 12)), layers.LSTM(16), layers.Dense(4)])
+model.compile(optimizer="adam", loss="mse")
+model.fit(x, np.zeros((len(questions), 4)), batch_size=32)
+"""
+
+
+def test_a_loop_spinning_on_undecidable_branches_stops_and_the_model_after_it_is_found():
+    result = analyze_source(SPINNING, "spin.py")
+    [note] = [d for d in result.diagnostics if d.code == "MEM903"]
+    assert note.line == SPINNING.splitlines().index(
+        "while len(questions) < 50000:") + 1
+    assert "changed nothing memlint knows" in note.message
+    assert "questions" in note.message and "seen" in note.message
+    assert result.work["steps"] < 2_000
+    [graph] = result.models
+    assert graph.params == 16 * 4 * (12 + 16 + 1) + 16 * 4 + 4
+    assert graph.setup.batch_size == 32  # fit's own batch size; the sample count is unknown
+
+
+def values(source: str) -> dict:
+    state = FileState("p.py")
+    interp = Interpreter(cst.parse_module(source), state)
+    interp.run()
+    assert not [d for d in state.diagnostics if d.code == "MEM903"], state.diagnostics
+    return interp.globals
+
+
+def test_loops_that_make_progress_run_to_their_end():
+    found = values("i = 0\nwhile i < 5:\n    i += 1\n"
+                   "xs = []\nwhile len(xs) < 4:\n    xs.append(1)\n")
+    assert found["i"] == 5 and found["xs"] == [1, 1, 1, 1]
+
+
+def test_progress_made_inside_called_functions_and_objects_counts():
+    found = values(
+        "n = 0\n"
+        "def step():\n    global n\n    n += 1\n"
+        "while n < 3:\n    step()\n"
+        "class Counter:\n    def __init__(self):\n        self.k = 0\n"
+        "    def bump(self):\n        self.k += 1\n"
+        "c = Counter()\n"
+        "while c.k < 4:\n    c.bump()\n"
+        "d = {'left': 3}\n"
+        "while d['left'] > 0:\n    d['left'] -= 1\n")
+    assert found["n"] == 3
+    assert found["c"].attrs["k"] == 4
+    assert found["d"] == {"left": 0}
