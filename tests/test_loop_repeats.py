@@ -95,3 +95,28 @@ for step in range(30_000):
     result = analyze_source(source, "grow.py")
     [message] = limits(result)
     assert message.startswith("analysis stopped after 20,000 steps")
+
+
+def test_an_inner_loop_that_only_repeated_stops_early_when_its_outer_loop_runs_it_again():
+    source = HEADER + MODELS + """
+for epoch in range(3):
+    disc.fit(np.zeros((64, 784)), np.zeros((64, 1)), batch_size=16)
+    for i in range(100):
+        disc.predict(np.zeros((1, 784)))
+""" + AFTER
+    result = analyze_source(source, "nested.py")
+    [message] = limits(result)
+    assert "as its earlier runs did" in message
+    assert result.work["loop_iterations"] == 100  # the first run of the inner loop, whole
+    assert len(result.models) == 3
+
+
+def test_an_inner_loop_whose_late_iterations_differ_runs_whole_every_time():
+    source = HEADER + MODELS + """
+for epoch in range(3):
+    for i in range(100):
+        disc.predict(np.zeros((1 if i < 90 else 2, 784)))
+""" + AFTER
+    result = analyze_source(source, "late.py")
+    assert limits(result) == []
+    assert result.work["loop_iterations"] == 100

@@ -22,7 +22,7 @@ from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
 from memlint.frontends.keras.loop_progress import ProgressWatch, forget_after_stop
-from memlint.frontends.keras.loop_repeats import RepeatWatch, enough_repeats
+from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
@@ -513,6 +513,8 @@ class Interpreter(ExpressionEvaluator):
             if self._stop_repeating(stmt, count, total - count, self.steps - start,
                                     watch.end()):
                 return
+        if not broke:
+            self._note_uniform(stmt, count, watch.streak)
         if not broke and stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
 
@@ -571,23 +573,31 @@ class Interpreter(ExpressionEvaluator):
                         streak: int) -> bool:
         """Stop a loop whose last ``streak`` iterations only repeated model calls
         (loop_repeats.py) when its remaining iterations (None: not known) cannot run within
-        the step budget."""
+        the step budget, or when an earlier run of the same loop (an inner loop run again by
+        its outer loop) was stopped so or only repeated from its second iteration on."""
         if not streak:
             return False
         left = MAX_LOOP_ITERATIONS - count if remaining is None else \
             min(remaining, MAX_LOOP_ITERATIONS - count)
         steps_left = MAX_STEPS - self.steps
-        if left <= 0 or left * max(per_iteration, 1) <= steps_left or \
-                not enough_repeats(streak, per_iteration, steps_left,
-                                   id(stmt) in self.repeating_loops):
+        known = id(stmt) in self.repeating_loops
+        if left <= 0 or (not known and left * max(per_iteration, 1) <= steps_left) or \
+                not enough_repeats(streak, per_iteration, steps_left, known):
             return False
         self.repeating_loops.add(id(stmt))
+        why = "as its earlier runs did" if known else \
+            "and the rest would exceed the analysis's step budget"
         self.state.note_budget(
             self.location(stmt),
             f"loop stopped after {count:,} iterations: the last {streak} only repeated calls "
-            "of the models already seen, and the rest would exceed the analysis's step budget; "
-            "the analysis goes on after the loop")
+            f"of the models already seen, {why}; the analysis goes on after the loop")
         return True
+
+    def _note_uniform(self, stmt, count: int, streak: int) -> None:
+        """A loop that ran to its end repeating its model calls from its second iteration on
+        (at least ``REPEATS`` times): a later run of it may stop early (_stop_repeating)."""
+        if streak >= REPEATS and streak >= count - 1:
+            self.repeating_loops.add(id(stmt))
 
     def iterate(self, value: Any, node: cst.CSTNode):
         if isinstance(value, range):
