@@ -197,3 +197,14 @@ def test_get_source_inputs_of_two_inputs_in_keras_order():
                 "s = get_source_inputs(x)\nt = get_source_inputs(a)\n")
     assert [t.producer[0].name for t in got["s"]] == ["b", "a"]
     assert [t.producer[0].name for t in got["t"]] == ["a"]
+
+
+def test_a_function_as_keras1_merge_mode_is_named_in_one_short_line():
+    from memlint.frontends.keras import analyze_source
+
+    source = ("from keras.layers import Input, merge\na = Input(shape=(4,))\n"
+              "b = Input(shape=(4,))\n"
+              "c = merge([a, b], mode=lambda p: p[0] + p[1], output_shape=(4,))\n")
+    messages = [d.message for d in analyze_source(source, "m.py").diagnostics]
+    assert messages == ["merge(): a function as merge mode (<lambda> at line 4) is not "
+                        "modelled: its output shape is not computed"]

@@ -440,8 +440,14 @@ def _keras1_merge(interp, args, kwargs, node):
     mode = kwargs.get("mode", "sum")
     layer_type = _KERAS1_MERGE_MODES.get(mode) if isinstance(mode, str) else None
     if layer_type is None:
-        interp.state.note_unresolved(interp.location(node), "merge()",
-                                     f"merge mode {mode!r} is not modelled")
+        if isinstance(mode, str):
+            what = f"merge mode {mode!r} is not modelled"
+        elif isinstance(mode, UserFunction):  # Keras 1: a function merges the inputs itself
+            what = (f"a function as merge mode ({mode.name} at line {mode.location.line}) "
+                    "is not modelled: its output shape is not computed")
+        else:
+            what = "the merge mode is not known statically"
+        interp.state.note_unresolved(interp.location(node), "merge()", what)
         return Tensor(None, reason="output of an unmodelled merge")
     layer_kwargs = {}
     if layer_type == "Concatenate" and "concat_axis" in kwargs:
