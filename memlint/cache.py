@@ -10,7 +10,7 @@ exist then and does now, or that moved, is a miss).
 
 Entries are JSON, never pickle: the report is written as plain values and the dataclasses of
 memlint's report types (:func:`_classes`: the report, the settings and the data classes of
-:data:`_DATA_MODULES`, plus the Keras frontend's ``ModelNode``), and read back only into
+:data:`_DATA_MODULES`), and read back only into
 those, setting their declared fields and running none of their code; an entry that does not
 parse, names another key, schema or class, or fails any check is ignored (a miss) and
 overwritten.  Reading an entry can never run code.  A report that holds any other kind of
@@ -93,9 +93,6 @@ def _classes() -> dict:
     return {name: cls for name, cls in found.items() if name not in clashes}
 
 
-# Classes of the Keras frontend that reports hold, imported only when an entry names them
-# (the frontend imports libcst, which a run served from the cache does not need).
-_FRONTEND_CLASSES = {"ModelNode": ("memlint.frontends.keras.graphs", "ModelNode")}
 # Tuple subclasses of the frontend that stand for plain shapes once the analysis is over:
 # written and read back as tuples.
 _TUPLE_TYPES = {("memlint.frontends.keras.tensor_ops", "_ShapeOperand")}
@@ -113,20 +110,11 @@ def _class_named(name: str):
     """The class an entry names, from the fixed lists above only (None for any other)."""
     if name == "Opaque":
         return Opaque
-    registry = _registry()
-    if name not in registry and name in _FRONTEND_CLASSES:
-        import importlib
-        module, attr = _FRONTEND_CLASSES[name]
-        registry[name] = getattr(importlib.import_module(module), attr)
-    return registry.get(name)
+    return _registry().get(name)
 
 
 def _cacheable_class(cls) -> bool:
-    name = cls.__name__
-    if name in _FRONTEND_CLASSES:
-        module, attr = _FRONTEND_CLASSES[name]
-        return cls.__module__ == module and cls.__qualname__ == attr
-    return _registry().get(name) is cls
+    return _registry().get(cls.__name__) is cls
 
 
 @record(frozen=True)
@@ -250,7 +238,17 @@ def fingerprint() -> str:
 
 
 def _libcst_version() -> str:
+    """The installed libcst's version, from its ``.dist-info`` folder's name when there is
+    exactly one beside the package (importing importlib.metadata costs more than a cached
+    run's whole analysis), else from the distribution's metadata."""
     try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("libcst")
+        if spec is not None and spec.origin:
+            found = list(Path(spec.origin).parent.parent.glob("libcst-*.dist-info"))
+            if len(found) == 1:
+                return found[0].name[len("libcst-"):-len(".dist-info")]
         from importlib.metadata import version
         return version("libcst")
     except Exception:  # noqa: BLE001 - not installed as a distribution: unknown

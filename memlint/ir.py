@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import field, replace
 from math import prod
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from memlint.records import record
 
@@ -116,6 +116,19 @@ class LayerNode:
     @property
     def params(self) -> int:
         return sum(w.size for w in self.weights)
+
+
+@record
+class ModelNode(LayerNode):
+    """A functional model used as a layer. Keras reports its own output (``layer.output``,
+    from the model's own inputs: (None, None, 8) even when called on a sequence of 12); the
+    calls' real outputs stay in ``output_shapes`` for the memory model."""
+
+    own_output: Any = None
+
+    @property
+    def output_shape(self):
+        return self.own_output if self.own_output is not None else super().output_shape
 
 
 @record

@@ -94,3 +94,12 @@ def test_the_catalog_snapshot_equals_the_yaml(tmp_path, monkeypatch):
         assert catalog.load_catalog() == parsed  # a corrupt snapshot is rebuilt
     finally:
         catalog.load_catalog.cache_clear()
+
+
+def test_a_run_served_from_the_cache_imports_no_libcst_and_no_frontend(tmp_path):
+    target = str(FIXTURES / "small_cnn_fits.py")
+    cold = imported(tmp_path, "check", target, "--gpu", "2GiB")
+    assert "libcst" in cold
+    warm = imported(tmp_path, "check", target, "--gpu", "2GiB")
+    assert not {m for m in warm if m.split(".")[0] == "libcst"
+                or m.startswith("memlint.frontends") or m == "importlib.metadata"}

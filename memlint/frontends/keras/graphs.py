@@ -16,22 +16,8 @@ from memlint.frontends.keras.nested import (layer_weights, model_weights,
 from memlint.frontends.keras.order import functional_order
 from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
                                             SequentialModel, Tensor, TensorOp)
-from memlint.ir import LayerNode, ModelGraph
+from memlint.ir import LayerNode, ModelGraph, ModelNode
 from memlint.layers.base import LayerError, UnresolvedArgument
-from memlint.records import record
-
-
-@record
-class ModelNode(LayerNode):
-    """A functional model used as a layer. Keras reports its own output (``layer.output``,
-    from the model's own inputs: (None, None, 8) even when called on a sequence of 12); the
-    calls' real outputs stay in ``output_shapes`` for the memory model."""
-
-    own_output: Any = None
-
-    @property
-    def output_shape(self):
-        return self.own_output if self.own_output is not None else super().output_shape
 
 
 def to_graph(state, model, input_override: Optional[tuple] = None) -> ModelGraph:
