@@ -120,3 +120,28 @@ for epoch in range(3):
     result = analyze_source(source, "late.py")
     assert limits(result) == []
     assert result.work["loop_iterations"] == 100
+
+
+def test_what_a_stopped_loop_would_have_changed_is_unknown_after_it():
+    import libcst as cst
+
+    from memlint.frontends.keras.interpreter import Interpreter
+    from memlint.frontends.keras.state import FileState
+    from memlint.layers.base import Unknown
+
+    source = HEADER + MODELS + """
+losses = []
+x_train = np.zeros((64, 784))
+for step in range(30000):
+    loss = disc.train_on_batch(x_train[:16], np.zeros((16, 1)))
+    losses.append(loss)
+    last = step
+"""
+    state = FileState("loop.py")
+    interp = Interpreter(cst.parse_module(source), state)
+    interp.run()
+    [note] = [d for d in state.diagnostics if d.code == "MEM903"]
+    assert "last, loss, losses, step unknown after it" in note.message
+    for name in ("last", "loss", "losses", "step"):
+        assert isinstance(interp.globals[name], Unknown), name
+    assert interp.globals["x_train"].shape == (64, 784)  # only read: still known

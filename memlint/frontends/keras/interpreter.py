@@ -129,6 +129,11 @@ class _Return(Exception):
         self.value = value
 
 
+def _names(names: list) -> str:
+    """A few names for a note: ``a, b, c, ...``."""
+    return ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+
+
 class Interpreter(ExpressionEvaluator):
     """Evaluates one module; results accumulate in :class:`FileState`."""
 
@@ -561,12 +566,11 @@ class Interpreter(ExpressionEvaluator):
         forgotten = forget_after_stop(
             self, self.slicer.scanner.summary(stmt),
             f"changed by the while loop at line {line}, which memlint stopped")
-        shown = ", ".join(forgotten[:6]) + (", ..." if len(forgotten) > 6 else "")
         self.state.note_budget(
             self.location(stmt),
             f"loop stopped after {count - 1:,} iteration(s): the last one changed nothing "
             "memlint knows (it follows branches it cannot decide), so the loop would never end "
-            "here; " + (f"{shown} are unknown after it" if forgotten else
+            "here; " + (f"{_names(forgotten)} are unknown after it" if forgotten else
                         "the analysis goes on after it"))
 
     def _stop_repeating(self, stmt, count: int, remaining: Optional[int], per_iteration: int,
@@ -587,10 +591,15 @@ class Interpreter(ExpressionEvaluator):
         self.repeating_loops.add(id(stmt))
         why = "as its earlier runs did" if known else \
             "and the rest would exceed the analysis's step budget"
+        line = self.location(stmt).line
+        forgotten = forget_after_stop(
+            self, self.slicer.scanner.summary(stmt),
+            f"changed by the loop at line {line}, which memlint stopped early")
         self.state.note_budget(
             self.location(stmt),
             f"loop stopped after {count:,} iterations: the last {streak} only repeated calls "
-            f"of the models already seen, {why}; the analysis goes on after the loop")
+            f"of the models already seen, {why}; the analysis goes on after the loop"
+            + (f" ({_names(forgotten)} unknown after it)" if forgotten else ""))
         return True
 
     def _note_uniform(self, stmt, count: int, streak: int) -> None:

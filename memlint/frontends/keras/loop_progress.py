@@ -9,9 +9,9 @@ soon as one iteration ends where the previous one began: the same values in ever
 a bounded amount of inspection) and the same analysis state.  Evaluation is deterministic,
 so every further iteration would do the same.
 
-What the loop binds, and the containers, arrays and objects it reads, then become unknown
-(the real program went on changing them), a MEM903 note says where, and the analysis goes on
-after the loop.  Only the first ``CHECKED`` iterations are compared: a loop that changes
+What the loop binds, stores into, or calls methods of (containers, plain objects), then
+becomes unknown (the real program went on changing it), a MEM903 note says where, and the
+analysis goes on after the loop.  Only the first ``CHECKED`` iterations are compared: a loop that changes
 something in each of them is making progress.
 """
 
@@ -109,15 +109,16 @@ def _shallow(value: Any) -> Any:
 
 
 def forget_after_stop(interp, summary, reason: str) -> list:
-    """After a stalled loop, the names it binds, and the containers, arrays and plain objects
-    it reads (the real loop went on changing them), become ``Unknown(reason)`` in the scope
-    that holds them.  Returns the names, sorted."""
+    """After a loop stopped early, what the rest of it would have changed becomes
+    ``Unknown(reason)`` in the scope that holds it: the names it binds, the roots of its
+    attribute and element stores, and the containers and plain objects whose methods it
+    calls (``questions.append``).  Returns the names, sorted."""
     names = set(summary.bound) | set(summary.mutated) | set(summary.stored)
-    for name in summary.reads:
-        scope = _scope_of(interp, name)
-        if scope is not None and isinstance(
-                scope[name], (list, dict, set, Array, PlainObject, Unknown)):
-            names.add(name)
+    for call in summary.calls:
+        scope = _scope_of(interp, call.root) if call.root else None
+        if scope is not None and call.kind in ("chain", "method") and isinstance(
+                scope[call.root], (list, dict, set, PlainObject, Unknown)):
+            names.add(call.root)
     forgotten = []
     for name in sorted(names):
         scope = _scope_of(interp, name)
