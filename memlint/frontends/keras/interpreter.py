@@ -562,16 +562,21 @@ class Interpreter(ExpressionEvaluator):
     def _stop_stalled(self, stmt, count: int) -> None:
         """A ``while`` loop whose last iteration changed nothing memlint knows
         (loop_progress.py): stopped; what it changes becomes unknown after it."""
-        line = self.location(stmt).line
-        forgotten = forget_after_stop(
-            self, self.slicer.scanner.summary(stmt),
-            f"changed by the while loop at line {line}, which memlint stopped")
+        forgotten = self._forget_loop(stmt)
         self.state.note_budget(
             self.location(stmt),
             f"loop stopped after {count - 1:,} iteration(s): the last one changed nothing "
             "memlint knows (it follows branches it cannot decide), so the loop would never end "
             "here; " + (f"{_names(forgotten)} are unknown after it" if forgotten else
                         "the analysis goes on after it"))
+
+    def _forget_loop(self, stmt) -> list:
+        """What a loop stopped early would still have changed becomes unknown
+        (loop_progress.forget_after_stop); the names, sorted."""
+        return forget_after_stop(
+            self, self.slicer.scanner.summary(stmt),
+            f"changed by the loop at line {self.location(stmt).line}, which memlint stopped "
+            "early")
 
     def _stop_repeating(self, stmt, count: int, remaining: Optional[int], per_iteration: int,
                         streak: int) -> bool:
@@ -591,10 +596,7 @@ class Interpreter(ExpressionEvaluator):
         self.repeating_loops.add(id(stmt))
         why = "as its earlier runs did" if known else \
             "and the rest would exceed the analysis's step budget"
-        line = self.location(stmt).line
-        forgotten = forget_after_stop(
-            self, self.slicer.scanner.summary(stmt),
-            f"changed by the loop at line {line}, which memlint stopped early")
+        forgotten = self._forget_loop(stmt)
         self.state.note_budget(
             self.location(stmt),
             f"loop stopped after {count:,} iterations: the last {streak} only repeated calls "
