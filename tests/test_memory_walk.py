@@ -90,6 +90,90 @@ def test_xla_keeps_conv_output_for_relu_but_a_mask_after_batch_norm():
     assert not any("mask" in n for n in saved_names(tf))
 
 
+def _pool_body(activation: str) -> str:
+    return ("model = keras.Sequential([keras.Input((16, 16, 3)), "
+            f"L.Conv2D(8, 3, padding='same'{activation}), L.MaxPooling2D(2), "
+            "L.Conv2D(8, 3, padding='same'), L.GlobalAveragePooling2D(), L.Dense(2)])")
+
+
+def test_xla_max_pooling_after_a_relu_keeps_the_zeros_it_scatters_into():
+    """XLA shares the ReLU's max(x, 0) broadcast with the pooling's select-and-scatter
+    zeros and materialises it in the forward pass (H100/T4 plans: one more buffer of the
+    pooling's input); the scatter then writes the input's gradient over it, so its backward
+    makes no other buffer of that size.  TensorFlow keeps the pooling's output instead."""
+    a = 4 * 16 * 16 * 8 * 4  # the pooling's input at batch 4
+    relu = estimate(graph_of(_pool_body(", activation='relu'"), batch=4), profile=XLA)
+    names = saved_names(relu)
+    assert "max_pooling2d scatter zeros" in names
+    zeros = [t for t in relu.peak_at["tensors"] if t["name"] == "max_pooling2d scatter zeros"]
+    assert zeros[0]["bytes"] == a
+    assert not any(n == "gradient of max_pooling2d's input" for n in names)
+    plain = estimate(graph_of(_pool_body(""), batch=4), profile=XLA)
+    assert "max_pooling2d scatter zeros" not in saved_names(plain)
+    kind = registry.REGISTRY["MaxPooling2D"]
+    config = {"pool_size": (2, 2), "strides": (2, 2), "padding": "valid",
+              "data_format": "channels_last"}
+    saved = {s.what: s for s in kind.saved(config, (None, 16, 16, 8), (None, 8, 8, 8))}
+    assert saved["output"].profiles == ("tf-graph", "default")  # XLA recomputes the windows
+    tf = estimate(graph_of(_pool_body(", activation='relu'"), batch=4), profile=TF_GRAPH)
+    assert "max_pooling2d scatter zeros" not in [t["name"] for t in tf.peak_at["tensors"]]
+    glob = registry.REGISTRY["GlobalMaxPooling2D"]
+    assert "scatter zeros" not in [s.what for s in glob.saved(
+        {"data_format": "channels_last", "keepdims": False}, (None, 16, 16, 8), (None, 8))]
+
+
+@pytest.mark.parametrize("size, kernel, strides, padding, want", [
+    (32, 3, 2, "same", (None, 33, 33, 16)),  # total padding 1: uneven
+    (33, 3, 2, "same", None),  # total padding 2: cuDNN pads it itself
+    (32, 2, 1, "same", (None, 33, 33, 16)),
+    (32, 4, 2, "same", None),
+    (32, 3, 1, "valid", None),
+])
+def test_uneven_same_padding_keeps_a_padded_copy_of_the_input_under_xla(
+        size, kernel, strides, padding, want):
+    kind = registry.REGISTRY["Conv2D"]
+    config = kind.configure(Args((32, kernel), {"strides": strides, "padding": padding}))
+    out = kind.output_shape(config, (None, size, size, 16))
+    saved = kind.saved(config, (None, size, size, 16), out)
+    padded = [s for s in saved if s.what == "padded input"]
+    assert [s.shape for s in padded] == ([want] if want else [])
+    if want:  # XLA keeps the copy, the other backends the input itself
+        assert padded[0].profiles == ("xla",) and padded[0].needed_for == "weights"
+        assert any(s.what == "input" and "torch" in s.profiles for s in saved)
+    conv1d = registry.REGISTRY["Conv1D"]
+    causal = conv1d.configure(Args((8, 5), {"padding": "causal"}))
+    assert [s.shape for s in conv1d.saved(causal, (None, 100, 4), (None, 100, 8))
+            if s.what == "padded input"] == [(None, 104, 4)]
+
+
+def test_the_padded_copy_is_what_the_walk_keeps_for_the_kernel_gradient():
+    body = ("model = keras.Sequential([keras.Input((32, 32, 16)), "
+            "L.Conv2D(32, 3, strides=2, padding='same'), L.Conv2D(32, 3, padding='same'), "
+            "L.GlobalAveragePooling2D(), L.Dense(10)])")
+    b = estimate(graph_of(body, batch=32), profile=XLA)
+    padded = [t for t in b.peak_at["tensors"] if t["name"] == "conv2d padded input"]
+    assert padded and padded[0]["bytes"] == 32 * 33 * 33 * 16 * 4
+    torch = estimate(graph_of(body, batch=32), profile=TORCH)
+    assert not any("padded" in t["name"] for t in torch.peak_at["tensors"])
+
+
+def test_pre_ampere_xla_transposes_the_batch_to_nchw_for_a_float32_convolution():
+    """T4 plans hold ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch: float32
+    convolutions run in NCHW there (no TF32 tensor cores), so the batch is copied once and
+    kept for the kernel's gradient; one channel is a bitcast, Ampere and later keep NHWC."""
+    body = ("model = keras.Sequential([keras.Input((32, 32, {c})), "
+            "L.Conv2D(32, 3, padding='same'), L.GlobalAveragePooling2D(), L.Dense(10)])")
+    graph = graph_of(body.format(c=16), batch=32)
+    t4 = estimate(graph, profile=XLA, compute_capability="7.5")
+    copy = [t for t in t4.peak_at["tensors"] if t["name"] == "conv2d input batch in NCHW"]
+    assert copy and copy[0]["bytes"] == 32 * 32 * 32 * 16 * 4
+    h100 = estimate(graph, profile=XLA, compute_capability="9.0")
+    assert not any("NCHW" in t["name"] for t in h100.peak_at["tensors"])
+    gray = estimate(graph_of(body.format(c=1), batch=32), profile=XLA,
+                    compute_capability="7.5")
+    assert not any("NCHW" in t["name"] for t in gray.peak_at["tensors"])
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)
@@ -177,7 +261,7 @@ def test_mixed_precision_keeps_float32_variables_and_16_bit_activations():
     half = estimate(graph_of(body, batch=32, policy="mixed_float16"), profile=XLA)
     assert half.category("weights") == full.category("weights")
     assert half.category("activations") * 2 == full.category("activations")
-    assert any(p.name == "16-bit weight copies" or p.name.startswith("kernels")
+    assert any(p.name == "16-bit weight copies" or p.name.startswith("copies in cuDNN")
                for p in half.parts)
 
 

@@ -187,7 +187,8 @@ class Saved:
     ``"backward"`` (scratch that exists only while the layer's backward runs, such as the
     gradients of attention scores) or ``"forward"`` (scratch while the call runs, in
     training and inference alike; not counted twice when a saved entry of the same name is
-    kept).
+    kept).  ``profiles``: the backend profiles whose schedule keeps it (names of
+    :mod:`memlint.memory.profiles`; empty: every profile).
     """
 
     what: str
@@ -198,6 +199,7 @@ class Saved:
     when: str = "saved"
     per_batch: bool = True
     count: int = 1  # identical buffers of this shape (the steps' gates of a recurrent layer)
+    profiles: tuple = ()
 
 
 # What the gradient of each activation function needs (Keras 3 names; ``activations.get``

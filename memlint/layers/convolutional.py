@@ -219,6 +219,54 @@ class _Conv(LayerKind):
     def variables(self, config, channels: int) -> list:
         raise NotImplementedError
 
+    # -- backward
+
+    # Whether uneven padding is applied to the input before the convolution (not for
+    # transposed convolutions, whose padding applies to their output).
+    pads_input: ClassVar[bool] = True
+
+    def saved(self, config, input_shape, output_shape):
+        """Its input (for the kernel's gradient) and its activation's needs.  cuDNN pads
+        evenly on both sides only: where ``"same"`` padding is uneven (total padding odd)
+        or ``"causal"``, XLA writes a padded copy of the input and convolves it unpadded;
+        the copy is what the kernel's gradient reads (measured on H100 and T4 plans:
+        ``[32, 33, 33, 16]`` for a 32x32 input, kernel 3, stride 2).  Other backends keep
+        the input itself."""
+        out = list(super().saved(config, input_shape, output_shape))
+        padded = self.padded_input(config, input_shape, output_shape) \
+            if self.pads_input else None
+        if padded is None:
+            return out
+        others = ("tf-graph", "torch", "default")
+        return [Saved("padded input", padded, needed_for="weights", profiles=("xla",))
+                if s.what == "input" and s.when == "saved" and not s.profiles
+                else s for s in out] + [
+            Saved("input", needed_for="weights", profiles=others)
+            for s in out if s.what == "input" and s.when == "saved" and not s.profiles]
+
+    def padded_input(self, config, input_shape, output_shape):
+        """The input's shape after the explicit padding XLA adds for cuDNN (None when the
+        padding is even, none or unknown)."""
+        padding = config["padding"]
+        if padding not in ("same", "causal") or not isinstance(input_shape, tuple) \
+                or not isinstance(output_shape, tuple):
+            return None
+        axes, _ = spatial_axes(self.rank, config["data_format"])
+        shape, uneven = list(input_shape), False
+        for i, axis in enumerate(axes):
+            length, out_len = input_shape[axis], output_shape[axis]
+            if not isinstance(length, int) or not isinstance(out_len, int):
+                return None
+            reach = (config["kernel_size"][i] - 1) * config["dilation_rate"][i]
+            if padding == "causal":
+                total = reach
+                uneven = uneven or total > 0
+            else:
+                total = max((out_len - 1) * config["strides"][i] + reach + 1 - length, 0)
+                uneven = uneven or total % 2 == 1
+            shape[axis] = length + total
+        return tuple(shape) if uneven else None
+
 
 class _PlainConv(_Conv):
     """``ConvND(filters, kernel_size)``: one kernel, optionally grouped, plus a bias."""
@@ -280,6 +328,7 @@ class _ConvTranspose(_Conv):
     signature = ("filters", "kernel_size", "strides", "padding", "output_padding", "data_format",
                  "dilation_rate")
     min_length = 0  # Keras builds zero-length outputs of transposed convolutions
+    pads_input = False
 
     def check_config(self, raw):
         config = super().check_config(raw)

@@ -29,13 +29,32 @@ KERAS1_1D_KEYWORDS = frozenset({"pool_length", "stride", "border_mode"})
 
 
 def _max_pool_saved(self, config, input_shape, output_shape):
-    """Max pooling routes the gradient to each window's maximum: it keeps its input and
-    output, and XLA's backward (a select-and-scatter rewritten with int32 window indices)
-    holds rank + 2 index arrays and one value array of the output's size while it runs.
-    Average pooling keeps nothing (the default)."""
+    """Max pooling routes the gradient to each window's maximum: it keeps its input
+    (TensorFlow's gradient kernel also reads the output; XLA recomputes the windows), and
+    XLA's backward (a select-and-scatter rewritten with int32 window indices) holds rank + 2
+    index arrays and one value array of the output's size while it runs.  The scatter
+    writes into zeros of the input's shape: where a ReLU wrote the input, XLA shares that
+    broadcast with the ReLU's ``max(x, 0)`` and materialises it in the forward pass, alive
+    until this backward writes the input's gradient over it (the walk resolves
+    ``"scatter zeros"`` against the profile and the input's producer).  Average pooling
+    keeps nothing (the default)."""
     rank = len(input_shape) - 2
-    return [Saved("input", needed_for="inputs"), Saved("output", needed_for="inputs"),
-            Saved("window indices", tuple(output_shape), "int32", needed_for="inputs",
+    return [Saved("input", needed_for="inputs"),
+            Saved("output", needed_for="inputs", profiles=("tf-graph", "default")),
+            Saved("scatter zeros", tuple(input_shape), needed_for="inputs")
+            ] + _window_scratch(rank, output_shape)
+
+
+def _global_max_saved(self, config, input_shape, output_shape):
+    """Global max pooling compares its input with its output in the backward: it keeps
+    both (no scatter: its gradient is a select)."""
+    rank = len(input_shape) - 2
+    return [Saved("input", needed_for="inputs"), Saved("output", needed_for="inputs")
+            ] + _window_scratch(rank, output_shape)
+
+
+def _window_scratch(rank: int, output_shape) -> list:
+    return [Saved("window indices", tuple(output_shape), "int32", needed_for="inputs",
                   when="backward", count=rank + 2),
             Saved("window values", tuple(output_shape), needed_for="inputs", when="backward")]
 
@@ -164,7 +183,7 @@ class GlobalMaxPooling1D(_GlobalPooling):
     """``GlobalMaxPooling1D()``: the maximum over steps."""
 
     name = "GlobalMaxPooling1D"
-    saved = _max_pool_saved
+    saved = _global_max_saved
     aliases = ("GlobalMaxPool1D",)
     rank = 1
 
@@ -174,7 +193,7 @@ class GlobalMaxPooling2D(_GlobalPooling):
     """``GlobalMaxPooling2D()``: the maximum over rows and cols."""
 
     name = "GlobalMaxPooling2D"
-    saved = _max_pool_saved
+    saved = _global_max_saved
     aliases = ("GlobalMaxPool2D",)
     rank = 2
 
@@ -184,7 +203,7 @@ class GlobalMaxPooling3D(_GlobalPooling):
     """``GlobalMaxPooling3D()``: the maximum over depth, rows and cols."""
 
     name = "GlobalMaxPooling3D"
-    saved = _max_pool_saved
+    saved = _global_max_saved
     aliases = ("GlobalMaxPool3D",)
     rank = 3
 

@@ -108,7 +108,8 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
                    "attention score gradients, embedding table gradients)",
         "casts": "the weights cast to the compute dtype for the layers' calls",
         "relayouts": "a convolution kernel copied into cuDNN's layout while the layer (or "
-                     "its backward) runs",
+                     "its backward) runs; before Ampere, the input batch transposed to "
+                     "NCHW for the first convolution",
     }
 
 
@@ -139,7 +140,8 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     ``profile`` (:mod:`memlint.memory.profiles`) is the backend whose schedule the walk
     follows; None (no backend stated) uses the TensorFlow graph-mode schedule without an
     allocator model.  ``compute_capability`` ("7.5", (9, 0)) is the GPU's, when known: under
-    XLA a GPU before Ampere adds cuBLAS's workspace and computes bfloat16 in float32.
+    XLA a GPU before Ampere adds cuBLAS's workspace, computes bfloat16 in float32 and runs
+    float32 convolutions in NCHW.
     """
     from memlint.memory.profiles import DEFAULT
     from memlint.memory.walk import KINDS, Walk
@@ -158,9 +160,10 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
         upcast = prec.policy == "mixed_bfloat16"
     walked = as_registry_kinds(opened(graph))  # nested models run their layers' calls
     first = Walk(walked, setup, schedule, prec, batch, gemm_workspace=workspace,
-                 upcast_bfloat16=upcast).run()
+                 upcast_bfloat16=upcast, pre_ampere=bool(workspace)).run()
     second = Walk(walked, setup, schedule, prec, batch, stop_at=first.peak_index,
-                  gemm_workspace=workspace, upcast_bfloat16=upcast)
+                  gemm_workspace=workspace, upcast_bfloat16=upcast,
+                  pre_ampere=bool(workspace))
     second.run()
     alive = second.snapshot or []
 

@@ -57,7 +57,7 @@ KINDS = {
     "grad": ("activation gradients", "other"),
     "scratch": ("backward scratch", "other"),
     "casts": ("16-bit weight copies", "other"),
-    "relayouts": ("kernels in cuDNN's layout", "other"),
+    "relayouts": ("copies in cuDNN's layout", "other"),
 }
 
 
@@ -97,6 +97,7 @@ class _Tensor:
     materialized: bool = True  # XLA: written by its own kernel (not fused away)
     freed: bool = False
     producer: str = ""  # the type of the layer that made it
+    relu: bool = False  # written by max(x, 0) (a ReLU, or a layer's activation="relu")
     shape: Optional[tuple] = None  # batch first
 
 
@@ -124,8 +125,10 @@ class Walk:
 
     def __init__(self, graph: ModelGraph, setup: TrainingSetup, profile, prec: Precision,
                  batch: int, stop_at: Optional[int] = None, gemm_workspace: int = 0,
-                 upcast_bfloat16: bool = False):
+                 upcast_bfloat16: bool = False, pre_ampere: bool = False):
         self.gemm_workspace = gemm_workspace
+        # XLA lays float32 convolutions out as NCHW before Ampere (no TF32 tensor cores)
+        self.nchw_float32 = pre_ampere
         # bfloat16 where the GPU has no bfloat16 arithmetic (before Ampere): convolutions
         # and matrix products run, and write, in float32; a recurrence's loop keeps bfloat16
         self.upcast = upcast_bfloat16
@@ -372,10 +375,14 @@ class Walk:
         specs = []
         if requires_grad:
             for s in self.saved_list(layer, kind, in_shape, out_shape, len(ins)):
-                if not _needed(s, trains, needs_dx):
+                if not _needed(s, trains, needs_dx) or (
+                        s.profiles and self.profile.name not in s.profiles):
                     continue
                 if s.what == "sign":
                     s = self.resolve_sign(ins, out_shape)
+                elif s.what == "scatter zeros" and not (
+                        self.profile.sign == "xla" and ins and ins[0].relu):
+                    continue
                 elif s.what == "sign preactivation" and self.profile.sign != "xla":
                     s = Saved("output", needed_for=s.needed_for)
                 specs.append(s)
@@ -421,6 +428,7 @@ class Walk:
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
             t.producer = layer.type
+            t.relu = _writes_relu(layer)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
@@ -456,6 +464,13 @@ class Walk:
                              layer.name)
             buf.holds = 1
             call.holds.append((buf, s.needed_for == "weights"))
+            if s.what == "scatter zeros":
+                call.grad_into = buf
+        batch_copy = self.batch_relayout(layer, kind, ins, specs, in_shape, trains)
+        if batch_copy is not None and trains:
+            batch_copy.holds = 1
+            call.holds.append((batch_copy, True))
+            batch_copy = None
         relayout = self.relayout(layer, kind)
         if relayout is not None and casts is not None:
             self.release(casts)  # the relayout is the 16-bit copy
@@ -472,6 +487,7 @@ class Walk:
         self.release(workspace)
         self.release(inside)
         self.release(relayout)
+        self.release(batch_copy)
         for buf in scratch:
             self.release(buf)
         self.release(casts)
@@ -656,6 +672,13 @@ class Walk:
                 # a broadcast XLA fuses into the embedding's scatter: never materialised
                 t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
                 continue
+            into = call.grad_into
+            if into is not None and (into.per_sample, into.fixed) == (t.buf.per_sample,
+                                                                      t.buf.fixed):
+                t.grad = into  # scattered into the zeros it kept
+                self.ref(into)
+                call.grad_into = None
+                continue
             t.grad = self.alloc(t.buf.per_sample, t.buf.fixed, "grad",
                                 f"gradient of {name}'s input", name)
             made = True
@@ -709,6 +732,25 @@ class Walk:
         output dies there (ResNet's projection blocks: both branches and the sum alive)."""
         return self.profile.sign == "xla" and kind is not None \
             and kind.family == "convolutional"
+
+    def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
+        """The input batch transposed to NCHW for a float32 convolution that reads it on a
+        GPU before Ampere under XLA (kept for the kernel's gradient; measured on T4 plans:
+        ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch).  Not where the batch has
+        one channel (a bitcast), is channels-first, or is padded first (the padded copy is
+        written in NCHW)."""
+        if not (self.nchw_float32 and self.compute_bytes == 4 and kind is not None
+                and kind.family == "convolutional" and ins and ins[0] in self.data
+                and layer.config.get("data_format", "channels_last") == "channels_last"):
+            return None
+        if any(s.what == "padded input" for s in specs) or not isinstance(in_shape, tuple) \
+                or len(in_shape) < 3 or in_shape[-1] == 1:
+            return None
+        size = self.shape_size(in_shape, self.prec.variable_bytes)
+        if size is None:
+            return None
+        return self.alloc(*size, "relayouts", f"{layer.name} input batch in NCHW",
+                          layer.name)
 
     def relayout(self, layer, kind) -> Optional[Buffer]:
         """The kernel copied into cuDNN's layout while a convolution (or its backward) runs
@@ -838,6 +880,16 @@ class _Call:
         self.passthrough = passthrough  # its input gradients are its output's (no buffer)
         self.holds: list = []  # (tensor or buffer, needed only for the weight gradient)
         self.scratch: list = []  # Saved entries allocated while its backward runs
+        self.grad_into: Optional[Buffer] = None  # a kept buffer its input gradient reuses
+
+
+def _writes_relu(layer) -> bool:
+    """Whether a call's output is ``max(x, 0)``: a plain ReLU layer, ``Activation('relu')``
+    or a layer's ``activation="relu"`` (no slope, cap or threshold)."""
+    config = layer.config or {}
+    if layer.type == "ReLU":
+        return not any(config.get(k) for k in ("max_value", "negative_slope", "threshold"))
+    return config.get("activation") == "relu"
 
 
 def _needed(s: Saved, trains: bool, needs_dx: bool) -> bool:
