@@ -231,6 +231,9 @@ class ModelGraph:
     # the layers the memory model's opened graph took from inside models used as layers
     # (memlint.memory.nesting): a tensor of theirs that nothing reads is not a model output
     opened_inner: tuple = ()  # (a tuple: the result cache stores graphs as JSON)
+    # operations on tensors the layers read (``x + y``, ``keras.ops.relu``): not layers of
+    # the model (no table shows them), but the memory model's gradients flow through them
+    operations: list = field(default_factory=list)  # list[LayerNode], one call each
 
     def for_memory(self) -> "ModelGraph":
         """The graph the memory model and the budget rules read: sized by its data if it

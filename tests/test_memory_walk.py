@@ -174,6 +174,75 @@ def test_pre_ampere_xla_transposes_the_batch_to_nchw_for_a_float32_convolution()
     assert not any("NCHW" in t["name"] for t in gray.peak_at["tensors"])
 
 
+def test_gradients_flow_through_operations_on_tensors():
+    """``a + b`` and ``keras.ops.relu`` in a functional model are no layers (the table does
+    not show them) but the walk runs their backward: both Dense layers before them get their
+    weight gradients and keep their inputs until then."""
+    body = ("inp = keras.Input((16,))\na = L.Dense(32)(inp)\nb = L.Dense(32)(inp)\n"
+            "c = keras.ops.relu(a + b)\nout = L.Dense(1)(c)\nmodel = keras.Model(inp, out)")
+    graph = graph_of(body, batch=32)
+    assert [layer.name for layer in graph.layers] == ["input_layer", "dense", "dense_1",
+                                                      "dense_2"]
+    assert [(op.name, op.type, op.kind) for op in graph.operations] == [
+        ("add", "Add", "Add"), ("relu", "Relu", "Activation")]
+    b = estimate(graph, profile=TF_GRAPH)
+    walked = {(e["phase"], e["layer"]) for e in b.timeline}
+    assert {("backward", "dense"), ("backward", "dense_1"), ("backward", "add"),
+            ("backward", "relu")} <= walked
+    # the same step as the model written with layers, under every schedule
+    layers = graph_of(body.replace("keras.ops.relu(a + b)",
+                                   "L.Activation('relu')(L.Add()([a, b]))"), batch=32)
+    for profile in (TF_GRAPH, XLA, TORCH):
+        assert estimate(graph, profile=profile).peak == estimate(layers, profile=profile).peak
+
+
+def test_a_layer_class_ending_in_an_operation_is_opened_with_its_inputs_wired():
+    """A layer class's ``call()`` returning ``self.dense(x) + x``: the sum is the call's
+    output and reads both the Dense output and the call's own input (kept alive until the
+    sum), and an attention block inside a class gets its backward (score gradients)."""
+    body = ("class Res(keras.layers.Layer):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.dense = L.Dense(64)\n"
+            "    def call(self, x):\n        return self.dense(x) + x\n"
+            "inp = keras.Input((64,))\nh = Res()(inp)\nh = Res()(h)\n"
+            "model = keras.Model(inp, L.Dense(1)(h))")
+    b = estimate(graph_of(body, batch=8), profile=XLA)
+    walked = {(e["phase"], e["layer"]) for e in b.timeline}
+    assert ("backward", "res/dense") in walked and ("backward", "res_1/add") in walked
+    block = ("class Block(keras.layers.Layer):\n"
+             "    def __init__(self):\n        super().__init__()\n"
+             "        self.att = L.MultiHeadAttention(2, 16)\n"
+             "        self.norm = L.LayerNormalization()\n"
+             "    def call(self, x):\n        return self.norm(x + self.att(x, x))\n"
+             "inp = keras.Input((50, 32))\nh = Block()(inp)\n"
+             "model = keras.Model(inp, L.Dense(1)(L.GlobalAveragePooling1D()(h)))")
+    walk = estimate(graph_of(block, batch=8), profile=XLA)
+    assert ("backward", "block/multi_head_attention") in {
+        (e["phase"], e["layer"]) for e in walk.timeline}
+
+
+@pytest.mark.parametrize("batch, capability, policy, kept", [
+    (4, "9.0", "float32", True),  # 4 x 16 x 16 = 1,024 rows: one pass
+    (16, "9.0", "float32", True),  # 4,096 rows
+    (32, "9.0", "float32", False),  # 8,192 rows: two passes, recomputed
+    (4, "8.0", "float32", False),  # NCHW before Hopper: not a column reduction
+    (4, "8.0", "mixed_float16", True),  # 16-bit convolutions stay NHWC
+])
+def test_batch_norm_keeps_its_centred_input_where_xla_reduces_in_one_pass(
+        batch, capability, policy, kept):
+    body = ("model = keras.Sequential([keras.Input((16, 16, 8)), "
+            "L.Conv2D(8, 3, padding='same'), L.BatchNormalization(), L.ReLU(), "
+            "L.Conv2D(8, 3, padding='same'), L.GlobalAveragePooling2D(), L.Dense(2)])")
+    b = estimate(graph_of(body, batch=batch, policy=policy), profile=XLA,
+                 compute_capability=capability)
+    saved = [t for t in b.peak_at["tensors"] if t["name"] == "batch_normalization centered input"]
+    assert bool(saved) == kept
+    if kept:
+        assert saved[0]["bytes"] == batch * 16 * 16 * 8 * 4  # float32 under any policy
+    assert not any("centered" in t["name"] for t in estimate(
+        graph_of(body, batch=batch, policy=policy), profile=TF_GRAPH).peak_at["tensors"])
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)

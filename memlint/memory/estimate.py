@@ -140,8 +140,8 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     ``profile`` (:mod:`memlint.memory.profiles`) is the backend whose schedule the walk
     follows; None (no backend stated) uses the TensorFlow graph-mode schedule without an
     allocator model.  ``compute_capability`` ("7.5", (9, 0)) is the GPU's, when known: under
-    XLA a GPU before Ampere adds cuBLAS's workspace, computes bfloat16 in float32 and runs
-    float32 convolutions in NCHW.
+    XLA a GPU before Ampere adds cuBLAS's workspace and computes bfloat16 in float32, and one
+    before Hopper runs float32 convolutions in NCHW.
     """
     from memlint.memory.profiles import DEFAULT
     from memlint.memory.walk import KINDS, Walk
@@ -159,11 +159,13 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
         workspace = PRE_AMPERE_GEMM_WORKSPACE
         upcast = prec.policy == "mixed_bfloat16"
     walked = as_registry_kinds(opened(graph))  # nested models run their layers' calls
+    # XLA lays float32 convolutions out as NCHW before Hopper (measured: T4 and A100 plans;
+    # H100 plans are NHWC)
+    nchw = schedule.sign == "xla" and capability is not None and capability[0] < 9
     first = Walk(walked, setup, schedule, prec, batch, gemm_workspace=workspace,
-                 upcast_bfloat16=upcast, pre_ampere=bool(workspace)).run()
+                 upcast_bfloat16=upcast, nchw_float32=nchw).run()
     second = Walk(walked, setup, schedule, prec, batch, stop_at=first.peak_index,
-                  gemm_workspace=workspace, upcast_bfloat16=upcast,
-                  pre_ampere=bool(workspace))
+                  gemm_workspace=workspace, upcast_bfloat16=upcast, nchw_float32=nchw)
     second.run()
     alive = second.snapshot or []
 

@@ -18,12 +18,16 @@ _TOP = "top"  # a reference to a call of the graph's own layers, resolved at the
 
 
 def opened(graph: ModelGraph) -> ModelGraph:
-    """``graph`` with every nested call whose inside is known replaced by its calls."""
+    """``graph`` with every nested call whose inside is known replaced by its calls, and
+    the operations on tensors (``graph.operations``) walked as nodes of their own."""
     if not any(any(c is not None for c in layer.inner_calls) for layer in graph.layers):
-        return graph
+        if not graph.operations:
+            return graph
+        return replace(graph, layers=list(graph.layers) + list(graph.operations), sized=None,
+                       operations=[])
     opener = _Opener()
     top = {}
-    for node in graph.layers:
+    for node in list(graph.layers) + list(graph.operations):
         for c in range(max(len(node.output_shapes), 1)):
             inbound = node.inbound[c] if c < len(node.inbound) else []
             refs = [(_TOP, name, call, out) for name, call, out in inbound]
@@ -31,10 +35,10 @@ def opened(graph: ModelGraph) -> ModelGraph:
     layers = opener.nodes(top)
     # a layer inside whose tensors nothing reads is no model output, unless it makes an
     # output of the nested call (a model that ends in a nested model)
-    own = {node.name for node in graph.layers}
+    own = {node.name for node in graph.layers} | {node.name for node in graph.operations}
     inside = tuple(layer.name for layer in layers
                    if layer.name not in own and layer.name not in opener.exposed)
-    return replace(graph, layers=layers, sized=None, opened_inner=inside)
+    return replace(graph, layers=layers, sized=None, opened_inner=inside, operations=[])
 
 
 def as_registry_kinds(graph: ModelGraph) -> ModelGraph:

@@ -62,6 +62,7 @@ KINDS = {
 
 
 ALL_REDUCE_COMBINE_BYTES = 30 * 2 ** 20  # XLA's all-reduce combine threshold (GPU default)
+ONE_PASS_REDUCTION_ROWS = 32 * 128  # XLA GPU: the longest column reduction done in one pass
 
 
 @record
@@ -125,10 +126,10 @@ class Walk:
 
     def __init__(self, graph: ModelGraph, setup: TrainingSetup, profile, prec: Precision,
                  batch: int, stop_at: Optional[int] = None, gemm_workspace: int = 0,
-                 upcast_bfloat16: bool = False, pre_ampere: bool = False):
+                 upcast_bfloat16: bool = False, nchw_float32: bool = False):
         self.gemm_workspace = gemm_workspace
-        # XLA lays float32 convolutions out as NCHW before Ampere (no TF32 tensor cores)
-        self.nchw_float32 = pre_ampere
+        # XLA lays float32 convolutions out as NCHW on this GPU (before Hopper)
+        self.nchw_float32 = nchw_float32
         # bfloat16 where the GPU has no bfloat16 arithmetic (before Ampere): convolutions
         # and matrix products run, and write, in float32; a recurrence's loop keeps bfloat16
         self.upcast = upcast_bfloat16
@@ -383,6 +384,9 @@ class Walk:
                 elif s.what == "scatter zeros" and not (
                         self.profile.sign == "xla" and ins and ins[0].relu):
                     continue
+                elif s.what == "centered input" and not self.one_pass_reduction(
+                        layer, in_shape):
+                    continue
                 elif s.what == "sign preactivation" and self.profile.sign != "xla":
                     s = Saved("output", needed_for=s.needed_for)
                 specs.append(s)
@@ -606,6 +610,27 @@ class Walk:
             return Saved("mask", shape, "bool", needed_for="inputs")
         return Saved("output", needed_for="inputs")
 
+    def one_pass_reduction(self, layer, in_shape) -> bool:
+        """Whether XLA reduces a batch normalisation's statistics in one pass, keeping the
+        centred input: a column reduction (channels last, with steps or pixels; float32 in
+        NCHW before Hopper is not one) over at most 4,096 rows (32 threads x 128 rows per
+        tile; XLA splits longer reductions in two and recomputes the centred values)."""
+        nchw = self.nchw_float32 and self.compute_bytes == 4
+        if self.profile.sign != "xla" or nchw or not isinstance(in_shape, tuple) \
+                or len(in_shape) < 3:
+            return False  # (a (batch, features) input: measured not kept)
+        axis = layer.config.get("axis", -1)
+        axes = {a % len(in_shape) for a in (axis if isinstance(axis, (list, tuple)) else [axis])
+                if isinstance(a, int)}
+        rows = self.batch
+        for i, d in enumerate(in_shape[1:], start=1):
+            if i in axes:
+                continue
+            if not isinstance(d, int):
+                return False
+            rows *= d
+        return axes == {len(in_shape) - 1} and rows <= ONE_PASS_REDUCTION_ROWS
+
     def maybe_free(self, t: _Tensor) -> None:
         if t.uses <= 0 and t.holds <= 0 and not t.output and t not in self.data \
                 and not t.freed:
@@ -735,7 +760,7 @@ class Walk:
 
     def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
         """The input batch transposed to NCHW for a float32 convolution that reads it on a
-        GPU before Ampere under XLA (kept for the kernel's gradient; measured on T4 plans:
+        GPU before Hopper under XLA (kept for the kernel's gradient; measured on T4 plans:
         ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch).  Not where the batch has
         one channel (a bitcast), is channels-first, or is padded first (the padded copy is
         written in NCHW)."""

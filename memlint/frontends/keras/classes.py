@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras import layer_subclasses
+from memlint.frontends.keras import layer_subclasses, operations
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
@@ -401,10 +401,16 @@ def model_graph(state, obj: ClassObject, input_override=None):
                                           location=layer.location,
                                           unresolved="never called in call()"))
     called = [node for node in graph.layers if node.unresolved != "never called in call()"]
+    names = operations.OperationNames(node.name for node in graph.layers)
+    collect = operations.OperationCollector(names)
     for (layer, indices), node in zip(pairs, called):
         for index in indices:
             record = layer.calls[index]
-            node.inbound.append([(p[0].name, p[1], p[2]) for p in record.parents])
+            graph.operations += [op for op, _, _ in collect.before(record.parents)]
+            node.inbound.append(operations.refs(record.parents, names))
+    if obj.as_layer is not None and obj.as_layer.calls:  # operations after the last layer
+        returned = [p for p in obj.as_layer.calls[0].returned_by if p]
+        graph.operations += [op for op, _, _ in collect.before(returned)]
     return graph
 
 
@@ -432,6 +438,9 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     if call is None:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method")
     out = run_method(interp, obj, call, [_call_inputs(layer, shapes)], {}, node)
+    # what made each tensor call() returned (for the memory model's wiring of the inside)
+    interp.state.returned_by = [t.producer if isinstance(t, Tensor) else None
+                                for t in flatten_structure(out)]
     given = obj.cls.methods.get("compute_output_shape")
     if given is not None:
         declared = run_method(interp, obj, given, [_shape_arg(shapes)], {}, node)

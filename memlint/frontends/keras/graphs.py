@@ -7,7 +7,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Optional
 
-from memlint.frontends.keras import classes, layer_subclasses
+from memlint.frontends.keras import classes, layer_subclasses, operations
 from memlint.frontends.keras.inner import inner_calls
 from memlint.frontends.keras.models import apply
 from memlint.frontends.keras.nested import (layer_weights, model_weights,
@@ -51,7 +51,8 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
 
 def _functional_graph(state, model: FunctionalModel) -> ModelGraph:
     # operations on tensors (x + y) take part in the order but are not layers of the model
-    order = [(layer, indices) for layer, indices in functional_order(model.inputs, model.outputs)
+    everything = functional_order(model.inputs, model.outputs)
+    order = [(layer, indices) for layer, indices in everything
              if not isinstance(layer, TensorOp)]
     graph = ModelGraph(name=model.name, location=model.location, kind="Functional",
                        variable=model.variable)
@@ -59,7 +60,16 @@ def _functional_graph(state, model: FunctionalModel) -> ModelGraph:
     graph.layers = [_node(layer, sorted(indices)) for layer, indices in order]
     pairs = [(layer, index) for layer, indices in order for index in sorted(indices)]
     _fill_inbound(graph, pairs)
+    graph.operations = _operations(everything, graph)
     return graph
+
+
+def _operations(everything: list, graph: ModelGraph, shape_of=None) -> list:
+    """The operation calls of a functional model, as nodes for the memory model."""
+    names = operations.OperationNames(layer.name for layer in graph.layers)
+    nodes = [operations.node(op, index, names, shape_of) for op, indices in everything
+             if isinstance(op, TensorOp) for index in sorted(indices)]
+    return [node for node in nodes if node is not None]
 
 
 def _node(layer, call_indices: list) -> LayerNode:
@@ -137,6 +147,7 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
     merged = _fed_inputs(graph.input_shapes, data_shapes)
     if merged is None or not isinstance(model, (SequentialModel, FunctionalModel)):
         return None
+    ops = graph.operations
     try:
         if isinstance(model, SequentialModel):
             if len(graph.layers) != len(model.layers):
@@ -154,11 +165,14 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
             computed = rerun_functional(model, merged)
             outputs = [[computed.get((id(layer), i), layer.calls[i].output_shape)
                         for i in indices] for layer, indices in order]
+            ops = _operations(functional_order(model.inputs, model.outputs), graph,
+                              lambda op, i: computed.get((id(op), i),
+                                                         op.calls[i].output_shape))
     except (LayerError, UnresolvedArgument):
         return None
     layers = [replace(node, output_shapes=outs) if node.unresolved is None else node
               for node, outs in zip(graph.layers, outputs)]
-    return replace(graph, layers=layers, input_shapes=merged, sized=None)
+    return replace(graph, layers=layers, input_shapes=merged, sized=None, operations=ops)
 
 
 def aligned_data_shapes(model, graph: ModelGraph, setup) -> Optional[list]:

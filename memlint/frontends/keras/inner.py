@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from memlint.frontends.keras import operations
 from memlint.frontends.keras.nested import sequential_input
 from memlint.frontends.keras.order import functional_order
 from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
@@ -49,8 +50,9 @@ def _one(layer, index: int, node_of: Callable, inbound: list):
     return node
 
 
-def _parents(layer, index: int) -> list:
-    return [(p[0].name, p[1], p[2]) for p in layer.calls[index].parents]
+def _parents(layer, index: int, names=None) -> list:
+    names = names or (lambda op: op.name)
+    return operations.refs(layer.calls[index].parents, names)
 
 
 def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]:
@@ -62,18 +64,25 @@ def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]
         if tensor.producer:
             inputs[(tensor.producer[0].name, tensor.producer[1])] = position
     nodes, ids = [], []
+    names = operations.OperationNames()
     for layer, indices in functional_order(model.inputs, model.outputs):
-        if isinstance(layer, TensorOp) or layer.type == "InputLayer":
+        if layer.type == "InputLayer":
             continue
         for index in sorted(indices):
-            node = _one(layer, index, node_of, _parents(layer, index))
+            if isinstance(layer, TensorOp):  # an operation: a node of the memory model's
+                op = operations.node(layer, index, names)
+                if op is not None:
+                    nodes.append(op)
+                    ids.append(index)
+                continue
+            node = _one(layer, index, node_of, _parents(layer, index, names))
             if node is None:
                 return None
             nodes.append(node)
             ids.append(index)
     if any(not t.producer for t in model.outputs):
         return None
-    outputs = [(t.producer[0].name, t.producer[1], t.producer[2]) for t in model.outputs]
+    outputs = [(names(t.producer[0]), t.producer[1], t.producer[2]) for t in model.outputs]
     return InnerCalls(nodes, ids, inputs, outputs)
 
 
@@ -97,21 +106,50 @@ def _sequential(model: SequentialModel, record, node_of) -> Optional[InnerCalls]
 
 
 def _traced(record, node_of) -> Optional[InnerCalls]:
-    """The calls a traced call() made; each output is the last call inside that made a
-    tensor of its shape (None when an operation outside the layers made it)."""
+    """The calls a traced call() made, with the operations on tensors they read; each
+    output is the last call inside that made a tensor of its shape (None when none did)."""
     if not record.inner:
         return None
     nodes, ids = [], []
+    names = operations.OperationNames(layer.name for layer, _ in record.inner)
+    collect = operations.OperationCollector(names)
+    given = as_shape_list(record.input_shapes)
+    inputs: dict = {}
+
+    def wired(made, call_record):
+        """A node reading both tensors made inside and the call's own inputs reads the
+        input of each such operand's shape too (one of them only: all of them)."""
+        free = call_record.free if made.inbound and made.inbound[0] else []
+        for shape in free:
+            k = given.index(shape) if shape in given else (0 if len(given) == 1 else None)
+            if k is not None:
+                inputs[(f"<input {k}>", 0)] = k
+                made.inbound[0].append((f"<input {k}>", 0, 0))
+        return made
+
     for layer, index in record.inner:
-        node = _one(layer, index, node_of, _parents(layer, index))
+        if index < len(layer.calls):  # the operations it reads run before it
+            for op, call, op_record in collect.before(layer.calls[index].parents):
+                nodes.append(wired(op, op_record))
+                ids.append(call)
+        node = _one(layer, index, node_of, _parents(layer, index, names))
         if node is None:
             return None
-        nodes.append(node)
+        nodes.append(wired(node, layer.calls[index]))
         ids.append(index)
+    returned = record.returned_by
+    for op, call, op_record in collect.before([p for p in returned if p]):
+        nodes.append(wired(op, op_record))  # operations after the last layer (x * gate)
+        ids.append(call)
+    made = {(node.name, index) for node, index in zip(nodes, ids)}
+    if returned and all(p and (names(p[0]), p[1]) in made for p in returned):
+        return InnerCalls(nodes, ids, inputs, [(names(p[0]), p[1], p[2]) for p in returned])
     outputs = []
     for shape in as_shape_list(record.output_shape):
         found = None
         for node, index in zip(reversed(nodes), reversed(ids)):
+            if not node.output_shapes:
+                continue
             made = as_shape_list(node.output_shapes[0])
             if shape in made:
                 found = (node.name, index, made.index(shape))
@@ -119,4 +157,4 @@ def _traced(record, node_of) -> Optional[InnerCalls]:
         if found is None:
             return None
         outputs.append(found)
-    return InnerCalls(nodes, ids, {}, outputs)
+    return InnerCalls(nodes, ids, inputs, outputs)

@@ -42,6 +42,11 @@ class CallRecord:
     parents: list = field(default_factory=list)  # (LayerRef | OpaqueLayer, call, output)
     saved: list = field(default_factory=list)  # extra tensors kept for backward (memory model)
     inner: list = field(default_factory=list)  # (layer, call index) of the calls made inside
+    # shapes of the tensors it read that no layer or operation made (inside a traced call():
+    # the call's own inputs), for the memory model's wiring
+    free: list = field(default_factory=list)
+    # a traced call(): what made each tensor it returned (None where nothing recorded did)
+    returned_by: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------- creation
@@ -330,6 +335,12 @@ def _producers(values: list) -> list:
     return out
 
 
+def _free_shapes(tensors: list) -> list:
+    """The shapes of the tensors among ``tensors`` that nothing recorded made."""
+    return [t.shape for t in tensors if isinstance(t, Tensor) and not t.producer
+            and t.shape is not None]
+
+
 def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = None,
           options: Optional[dict] = None) -> Any:
     """Run ``layer`` on ``inputs`` (a Tensor or a list of them), recording the call.
@@ -339,6 +350,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
     tensors = inputs if isinstance(inputs, list) else [inputs]
     if parents is None:
         parents = [t.producer for t in tensors if isinstance(t, Tensor) and t.producer]
+    free = _free_shapes(tensors)
     unknown = next((t for t in tensors if not isinstance(t, Tensor) or t.shape is None), None)
     if unknown is not None or isinstance(layer, OpaqueLayer):
         reason = _unknown_reason(layer, unknown)
@@ -346,9 +358,9 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
         return Tensor(None, (layer, len(layer.calls) - 1, 0), reason=reason)
     shapes = [t.shape for t in tensors] if isinstance(inputs, list) else tensors[0].shape
     if isinstance(layer, ModelLayer):
-        return _apply_model(state, layer, shapes, loc, parents)
+        return _apply_model(state, layer, shapes, loc, parents, free)
     if isinstance(layer, classes.ClassLayer):
-        return _apply_class(state, layer, shapes, loc, parents)
+        return _apply_class(state, layer, shapes, loc, parents, free)
     try:
         # weights as built, all trainable: the layer's trainable flag is read when the graph
         # is made, as Keras reads it when asked (layer.trainable = False after the call)
@@ -366,7 +378,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
             state.unique_name(stem)
     saved = layer.instance.kind.saved_tensors(layer.instance.config, shapes)
     _collect(state, out, saved)
-    layer.calls.append(CallRecord(shapes, out, parents, saved))
+    layer.calls.append(CallRecord(shapes, out, parents, saved, free=free))
     _note_call(state, layer)
     return output_tensors(layer, len(layer.calls) - 1)
 
@@ -389,7 +401,8 @@ def _note_build_failure(state, layer, shapes, loc: Location, exc: Exception) -> 
     return reason
 
 
-def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list) -> Any:
+def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list,
+                 free: list) -> Any:
     """A model called as a layer: its outputs for these inputs (weights are read later)."""
     model = layer.model
     if isinstance(model, SequentialModel) and not model.built:
@@ -401,7 +414,7 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
     except Exception as exc:  # LayerError, UnresolvedArgument, or a bug in a layer kind
         _note_build_failure(state, layer, shapes, loc, exc)
         out = None
-    layer.calls.append(CallRecord(shapes, out, parents))
+    layer.calls.append(CallRecord(shapes, out, parents, free=free))
     _collect(state, out, [])
     _note_call(state, layer)
     if out is None:
@@ -410,7 +423,7 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list)
     return output_tensors(layer, len(layer.calls) - 1)
 
 
-def _apply_class(state, layer, shapes, loc: Location, parents: list) -> Any:
+def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list) -> Any:
     """A Layer / Model subclass of the file called as a layer: ``call`` traced on ``shapes``."""
     interp = layer.obj.interp
     interp.tracing = getattr(interp, "tracing", 0) + 1
@@ -418,6 +431,7 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list) -> Any:
     state.trace_collector = []  # tensors made inside: kept for backward like a model's
     outer_calls = getattr(state, "call_collector", None)
     state.call_collector = []  # the layer calls made inside, for the memory model
+    state.returned_by = []
     try:
         out = classes.output_for(layer, shapes, loc)
     except LayerError as exc:
@@ -435,8 +449,10 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list) -> Any:
             made.remove(shape)  # the layer's own output is counted as its output
     if outer is not None:
         outer.extend(made + as_shape_list(out))
+    returned, state.returned_by = state.returned_by, []
     layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else [],
-                                  inner if out is not None else []))
+                                  inner if out is not None else [], free,
+                                  returned if out is not None else []))
     _note_call(state, layer)
     if out is None:
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
@@ -480,7 +496,7 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
                               f"{', '.join(format_shape(sh) for sh in shapes)}: {exc}")
         op.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (op, 0, 0), reason=f"'{op.name}' cannot be computed")
-    op.calls.append(CallRecord(shapes, out, parents))
+    op.calls.append(CallRecord(shapes, out, parents, free=_free_shapes(tensors)))
     _collect(state, out, [])
     return Tensor(out, (op, 0, 0))
 
@@ -504,7 +520,8 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     tracing = getattr(interp, "tracing", 0)
     op_type = "".join(part.capitalize() for part in stem.split("_"))
     op = TensorOp(op_type, "" if tracing else state.unique_name(stem), loc)
-    op.calls.append(CallRecord(None if out is None else [t.shape for t in tensors], out, parents))
+    op.calls.append(CallRecord(None if out is None else [t.shape for t in tensors], out, parents,
+                               free=_free_shapes(tensors)))
     if out is None:
         return Tensor(None, (op, 0, 0), reason=f"output of {name}() not known statically")
     _collect(state, out, [])
