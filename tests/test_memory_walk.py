@@ -243,6 +243,33 @@ def test_batch_norm_keeps_its_centred_input_where_xla_reduces_in_one_pass(
         graph_of(body, batch=batch, policy=policy), profile=TF_GRAPH).peak_at["tensors"])
 
 
+def test_affine_augmentations_hold_sampling_coordinates_in_training_under_xla():
+    """Keras's JAX backend resamples through three float32 coordinates per input element
+    (H100 plan: ``f32[32, 12288, 3]`` for 64x64x3 at batch 32); XLA merges the products of
+    several such layers into one, at the first; inference and TensorFlow hold none."""
+    one = ("model = keras.Sequential([keras.Input((64, 64, 3)), L.RandomRotation(0.1), "
+           "L.Conv2D(8, 3), L.GlobalAveragePooling2D(), L.Dense(2)])")
+    coords = 32 * 64 * 64 * 3 * 3 * 4
+    b = estimate(graph_of(one, batch=32), profile=XLA)
+    assert b.peak_at["layer"] == "random_rotation"
+    assert [t["bytes"] for t in b.peak_at["tensors"]
+            if t["name"].endswith("sampling coordinates")] == [coords]
+    infer = estimate(graph_of(one, batch=32, mode="infer"), profile=XLA)
+
+    def at(breakdown, layer):
+        return [e["bytes"] for e in breakdown.timeline
+                if e["phase"] == "forward" and e["layer"] == layer][0]
+    assert at(b, "random_rotation") - at(infer, "random_rotation") >= coords
+    tf = estimate(graph_of(one, batch=32), profile=TF_GRAPH)
+    assert not any("coordinates" in t["name"] for t in tf.peak_at["tensors"])
+    chain = one.replace("L.RandomRotation(0.1), ",
+                        "L.RandomRotation(0.1), L.RandomZoom(0.1), L.RandomTranslation(0.1, 0.1), ")
+    merged = estimate(graph_of(chain, batch=32), profile=XLA)
+    assert merged.peak_at["layer"] == "random_rotation"
+    assert [t["bytes"] for t in merged.peak_at["tensors"]
+            if t["name"].endswith("sampling coordinates")] == [coords] * 3
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)
@@ -644,7 +671,7 @@ def test_every_layer_case_says_what_it_keeps(case):
     assert all(isinstance(s, Saved) for s in saved)
     for s in saved:
         assert s.needed_for in ("weights", "inputs", "both")
-        assert s.when in ("saved", "backward", "forward")
+        assert s.when in ("saved", "backward", "forward", "training")
         assert s.dtype in ("compute", "float32", "variable", "bool", "int32")
         if s.what not in ("input", "output", "sign", "sign preactivation"):
             assert isinstance(s.shape, tuple)

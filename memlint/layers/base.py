@@ -185,9 +185,10 @@ class Saved:
     ``"inputs"`` (only the input gradient: dropped when nothing before the layer trains) or
     ``"both"``.  ``when``: ``"saved"`` (from the forward pass to the layer's backward),
     ``"backward"`` (scratch that exists only while the layer's backward runs, such as the
-    gradients of attention scores) or ``"forward"`` (scratch while the call runs, in
+    gradients of attention scores), ``"forward"`` (scratch while the call runs, in
     training and inference alike; not counted twice when a saved entry of the same name is
-    kept).  ``profiles``: the backend profiles whose schedule keeps it (names of
+    kept) or ``"training"`` (scratch while the call runs in training only: an augmentation
+    does nothing in inference).  ``profiles``: the backend profiles whose schedule keeps it (names of
     :mod:`memlint.memory.profiles`; empty: every profile).
     """
 
