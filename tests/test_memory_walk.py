@@ -270,6 +270,24 @@ def test_affine_augmentations_hold_sampling_coordinates_in_training_under_xla():
             if t["name"].endswith("sampling coordinates")] == [coords] * 3
 
 
+def test_xla_makes_the_zero_tables_of_same_shape_embeddings_together_as_backward_starts():
+    """Two embeddings of one table shape: XLA makes both zero tables their gradients are
+    scattered into in one fusion, scheduled as the backward starts (H100/T4 plans: two
+    ``f32[10000, 64]`` beside both LSTMs' saved steps); tables of different shapes wait
+    for their own layer's backward."""
+    body = ("a = keras.Input((20,), dtype='int32')\nb = keras.Input((20,), dtype='int32')\n"
+            "x = L.GlobalAveragePooling1D()(L.Embedding(1000, 16)(a))\n"
+            "y = L.GlobalAveragePooling1D()(L.Embedding({rows}, 16)(b))\n"
+            "model = keras.Model([a, b], L.Dense(1)(L.Concatenate()([x, y])))")
+
+    def at_loss(rows, profile=XLA):
+        walk = estimate(graph_of(body.format(rows=rows), batch=8), profile=profile)
+        return [e["bytes"] for e in walk.timeline if e["layer"] == "loss"][0]
+    table = 1000 * 16 * 4
+    assert at_loss(1000) - at_loss(1001) >= 2 * table - 64
+    assert at_loss(1000, TF_GRAPH) - at_loss(1001, TF_GRAPH) < table
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)
