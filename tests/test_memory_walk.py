@@ -288,6 +288,29 @@ def test_xla_makes_the_zero_tables_of_same_shape_embeddings_together_as_backward
     assert at_loss(1000, TF_GRAPH) - at_loss(1001, TF_GRAPH) < table
 
 
+@pytest.mark.parametrize("layer, sequences, want", [
+    # H100 predict plans, batch 64, 50 steps of 40 features, 96 units
+    ("LSTM", False, {"time-major input": 64 * 50 * 40 * 4,
+                     "steps' states and gates": 64 * 50 * 96 * 4}),
+    ("LSTM", True, {"time-major input": 64 * 50 * 40 * 4}),
+    ("GRU", True, {"steps' input projections": 2 * 64 * 50 * 3 * 96 * 4}),
+])
+def test_a_recurrence_holds_its_scan_buffers_while_it_runs_in_inference(layer, sequences, want):
+    body = (f"model = keras.Sequential([keras.Input((50, 40)), L.{layer}(96, "
+            f"return_sequences={sequences})]"
+            + (" + [L.GlobalAveragePooling1D()]" if sequences else "") + " + [L.Dense(10)])")
+    infer = estimate(graph_of(body, batch=64, mode="infer"), profile=XLA)
+    name = layer.lower()
+    held = {t["name"][len(name) + 1:]: t["bytes"] for t in infer.peak_at["tensors"]
+            if t["name"].startswith(name + " ")}
+    assert infer.peak_at["layer"] == name
+    assert {k: held.get(k) for k in want} == want
+    train = estimate(graph_of(body, batch=64), profile=XLA)
+    # in training the same buffers are the ones kept for the backward: not counted twice
+    names = [t["name"] for t in train.peak_at["tensors"]]
+    assert len(names) == len(set(names))
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)

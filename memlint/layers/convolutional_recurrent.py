@@ -113,11 +113,17 @@ class _ConvLSTM(LayerKind):
     def saved(self, config, input_shape, output_shape):
         """Like an LSTM under ``lax.scan``: thirteen buffers of every step's output size
         (gates before and after their activations, cell states) and a time-major copy of the
-        input (measured: harness/probe_saved.py)."""
+        input (measured: harness/probe_saved.py); while it runs, in inference too, the copy
+        and, when it returns its last step only, every step's output stacked."""
         state = self._state_shape(config, input_shape)
         batch, steps = input_shape[0], input_shape[1]
-        return [Saved("steps' states and gates", (batch, steps) + state, count=13),
-                Saved("time-major input", tuple(input_shape))]
+        out = [Saved("steps' states and gates", (batch, steps) + state, count=13),
+               Saved("time-major input", tuple(input_shape)),
+               Saved("time-major input", tuple(input_shape), when="forward")]
+        if not config.get("return_sequences"):  # every step's output stacked (as an LSTM)
+            out.append(Saved("steps' states and gates", (batch, steps) + state,
+                             when="forward"))
+        return out
 
 
 @register

@@ -118,7 +118,8 @@ class TimeDistributed(LayerKind):
                 out.append(s)
             else:
                 out.append(Saved(s.what, (s.shape[0], input_shape[1], *s.shape[1:]), s.dtype,
-                                 s.needed_for, s.index, s.when, s.per_batch, s.count))
+                                 s.needed_for, s.index, s.when, s.per_batch, s.count,
+                                 s.profiles))
         return out
 
 
