@@ -296,8 +296,16 @@ class _AffineAugmentation(_Augmentation):
         elements = 1
         for d in input_shape[1:]:
             elements *= d
+        image = (None,) + tuple(input_shape[1:])
         return [Saved("sampling coordinates", (None, elements, 3), "float32",
-                      when="training", profiles=("xla",))]
+                      when="training", profiles=("xla",)),
+                # before Hopper XLA materialises the bilinear gathers (T4 and A100 plans: eight
+                # image-sized float32 buffers besides the result; the A100 also six int32
+                # index planes); the walk resolves these against the GPU
+                Saved("gathered corners", image, "float32", when="training", count=8,
+                      profiles=("xla",)),
+                Saved("corner indices", image, "int32", when="training", count=6,
+                      profiles=("xla",))]
 
 
 @register

@@ -514,6 +514,15 @@ class Walk:
             self.maybe_free(t)
         return call if requires_grad else None
 
+    def on_this_gpu(self, s: Saved) -> bool:
+        """Scratch XLA makes only on some GPUs: the bilinear gathers of an affine
+        augmentation are materialised before Hopper, their int32 index planes on Ampere."""
+        if s.what == "gathered corners":
+            return self.nchw_float32
+        if s.what == "corner indices":
+            return self.nchw_float32 and not self.gemm_workspace
+        return True
+
     def merge_later(self, li: int, ci: int, first: Saved, size: tuple) -> None:
         """XLA merges the matrix products that share an operand into one (its dot merger):
         the sampling coordinates of every affine augmentation of the same image size come
@@ -569,7 +578,8 @@ class Walk:
         when = ("forward", "training") if self.train else ("forward",)
         try:
             return [s for s in kind.saved(layer.config, in_shape, out_shape)
-                    if s.when in when and (not s.profiles or self.profile.name in s.profiles)]
+                    if s.when in when and (not s.profiles or self.profile.name in s.profiles)
+                    and self.on_this_gpu(s)]
         except Exception:  # noqa: BLE001 - saved_list reports the same kind's trouble
             return []
 
