@@ -318,6 +318,21 @@ def test_a_recurrence_holds_its_scan_buffers_while_it_runs_in_inference(layer, s
     assert len(names) == len(set(names))
 
 
+@pytest.mark.parametrize("spelling", ["L.Dense(64, activation='gelu')",
+                                      "L.Dense(64), L.Activation('gelu')"])
+def test_the_exact_gelu_keeps_a_product_besides_its_input(spelling):
+    """H100 plans of each spelling: the pre-activation, one product of the output's size
+    and the gradients at the Dense's backward (swish keeps the input only)."""
+    body = ("model = keras.Sequential([keras.Input((16, 16, 16)), " + spelling +
+            ", L.Dense(16), L.GlobalAveragePooling2D(), L.Dense(7)])")
+    gelu = estimate(graph_of(body, batch=32), profile=XLA)
+    swish = estimate(graph_of(body.replace("gelu", "swish"), batch=32), profile=XLA)
+    product = [t["bytes"] for t in gelu.peak_at["tensors"]
+               if t["name"].endswith("activation products")]
+    assert product == [32 * 16 * 16 * 64 * 4]
+    assert not any("products" in t["name"] for t in swish.peak_at["tensors"])
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from memlint.ir import Weight
 from memlint.layers.base import (Args, LayerError, LayerKind, Saved, UnresolvedArgument,
-                                 activation_need, register)
+                                 activation_need, activation_products, register)
 
 
 _UNKNOWN = object()
@@ -64,7 +64,8 @@ class Activation(LayerKind):
 
     def saved(self, config, input_shape, output_shape):
         name = config.get("activation")
-        return _function_saves(activation_need(name) if name is not None else "input")
+        return _function_saves(activation_need(name) if name is not None else "input") \
+            + activation_products(name, output_shape)
 
 
 @register
