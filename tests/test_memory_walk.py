@@ -662,8 +662,8 @@ def test_data_parallelism_keeps_every_gradient_and_a_combined_copy_for_the_all_r
     assert [m["phase"] for m in moment] == ["update"]
     update = [m for m in spread.timeline if m["layer"] == "optimizer"][0]["bytes"]
     # every gradient is alive at both moments; the all-reduce adds the combined copy (the
-    # biases and the small kernel; allocator rounding of 64 bytes)
-    assert 0 <= moment[0]["bytes"] - update - (grads - 2 * big) < 64
+    # biases and the small kernel; XLA's 256-byte alignment)
+    assert 0 <= moment[0]["bytes"] - update - (grads - 2 * big) < XLA.round_bytes
     assert spread.peak >= one.params * 4 + 2 * grads - 2 * big
     assert not [m for m in alone.timeline if m["layer"] == "all-reduce"]
 

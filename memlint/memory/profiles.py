@@ -60,13 +60,13 @@ TF_GRAPH = Profile(
 
 XLA = Profile(
     name="xla", title="XLA-compiled step (Keras 3 on JAX, or TensorFlow with jit_compile)",
-    round_bytes=64, inplace_elementwise=True, weight_gradients="consumed", sign="xla",
+    round_bytes=256, inplace_elementwise=True, weight_gradients="consumed", sign="xla",
     framework_reserve=0,
     notes=("element-wise layers in place; ReLU keeps a 1-byte mask or a kernel's output",
            "each weight gradient consumed by the update once its layer is done",
            "inputs and targets are step arguments",
            "JAX preallocation off: no framework reserve",
-           "buffers aligned to 64 B"))
+           "buffers aligned to 256 B"))
 
 TORCH = Profile(
     name="torch", title="Keras 3 on PyTorch, eager, caching allocator", round_bytes=512,
