@@ -333,6 +333,21 @@ def test_the_exact_gelu_keeps_a_product_besides_its_input(spelling):
     assert not any("products" in t["name"] for t in swish.peak_at["tensors"])
 
 
+def test_attention_holds_its_scores_and_softmax_while_it_runs_in_inference():
+    """H100 predict plan of MultiHeadAttention(4, 16) on 128 steps, batch 32: the scores and
+    their softmax (two f32[32, 4, 128, 128]) and the value projection while it runs."""
+    body = ("inp = keras.Input((128, 64))\nx = L.MultiHeadAttention(4, 16)(inp, inp)\n"
+            "model = keras.Model(inp, L.Dense(10)(L.GlobalAveragePooling1D()(x)))")
+    infer = estimate(graph_of(body, batch=32, mode="infer"), profile=XLA)
+    held = {t["name"]: t["bytes"] for t in infer.peak_at["tensors"]}
+    assert held["multi_head_attention attention probabilities"] == 2 * 32 * 4 * 128 * 128 * 4
+    assert held["multi_head_attention value projection"] == 32 * 128 * 4 * 16 * 4
+    train = estimate(graph_of(body, batch=32), profile=XLA)
+    probs = [t["bytes"] for t in train.peak_at["tensors"]
+             if t["name"] == "multi_head_attention attention probabilities"]
+    assert probs == [32 * 4 * 128 * 128 * 4]  # kept once for the backward, not twice
+
+
 def test_dropout_keeps_a_one_byte_mask():
     g = graph_of("model = keras.Sequential([keras.Input((64,)), L.Dense(256), "
                  "L.Dropout(0.5), L.Dense(256), L.Dense(1)])", batch=16)

@@ -128,7 +128,8 @@ class MultiHeadAttention(LayerKind):
         the softmax probabilities (and a one-byte dropout mask), the heads' output before the
         output projection; while its backward runs, the gradients of the probabilities and
         of the scores (two more score-sized buffers: XLA's plan of plain dot-product
-        attention holds three at once)."""
+        attention holds three at once); while it runs, in inference too, the scores, their
+        softmax and the value projection."""
         q_proj, k_proj, v_proj, scores, heads = self.saved_tensors(config, input_shape)[:5]
         out = [Saved("input", index=i, needed_for="weights") for i in range(len(input_shape))]
         out += [Saved("query projection", q_proj), Saved("key projection", k_proj),
@@ -137,6 +138,10 @@ class MultiHeadAttention(LayerKind):
         if config.get("dropout"):
             out.append(Saved("dropout mask", scores, "bool"))
         out.append(Saved("score gradients", scores, when="backward", count=2))
+        # while it runs (inference too): the scores and their softmax, and the value
+        # projection (H100 predict plan: two f32[32, 4, 128, 128] and the value's)
+        out += [Saved("attention probabilities", scores, when="forward", count=2),
+                Saved("value projection", v_proj, when="forward")]
         return out
 
     def weights(self, config, input_shape):
@@ -207,12 +212,13 @@ class Attention(LayerKind):
 
     def saved(self, config, input_shape, output_shape):
         """Its inputs, the softmax probabilities, and one score-sized gradient while its
-        backward runs."""
+        backward runs; while it runs (inference too), the scores and their softmax."""
         out = [Saved("input", index=i) for i in range(len(input_shape))]
         for i, shape in enumerate(self.saved_tensors(config, input_shape)[:-1]):
             out.append(Saved("attention scores" if i else "attention probabilities", shape))
         scores = self.saved_tensors(config, input_shape)[-1]
-        return out + [Saved("score gradients", scores, when="backward")]
+        return out + [Saved("score gradients", scores, when="backward"),
+                      Saved("attention probabilities", scores, when="forward", count=2)]
 
     def weights(self, config, input_shape):
         _query_value(self.name, input_shape)
