@@ -125,19 +125,20 @@ class MultiHeadAttention(LayerKind):
 
     def saved(self, config, input_shape, output_shape):
         """Its inputs (for the projections' gradients), the projected query, key and value,
-        the softmax probabilities (and a one-byte dropout mask), the heads' output before the
-        output projection; while its backward runs, the gradients of the probabilities and
-        of the scores (two more score-sized buffers: XLA's plan of plain dot-product
-        attention holds three at once); while it runs, in inference too, the scores, their
-        softmax and the value projection."""
+        the scores and their softmax probabilities (and a one-byte dropout mask), the heads'
+        output before the output projection; while its backward runs, one more score-sized
+        gradient (XLA's plans: two score-sized buffers per attention layer from the forward
+        pass until its backward, three while its backward runs); while it runs, in inference
+        too, the scores, their softmax and the value projection."""
         q_proj, k_proj, v_proj, scores, heads = self.saved_tensors(config, input_shape)[:5]
         out = [Saved("input", index=i, needed_for="weights") for i in range(len(input_shape))]
         out += [Saved("query projection", q_proj), Saved("key projection", k_proj),
                 Saved("value projection", v_proj), Saved("attention probabilities", scores),
+                Saved("attention scores", scores),
                 Saved("heads output", heads, needed_for="weights")]
         if config.get("dropout"):
             out.append(Saved("dropout mask", scores, "bool"))
-        out.append(Saved("score gradients", scores, when="backward", count=2))
+        out.append(Saved("score gradients", scores, when="backward"))
         # while it runs (inference too): the scores and their softmax, and the value
         # projection (H100 predict plan: two f32[32, 4, 128, 128] and the value's)
         out += [Saved("attention probabilities", scores, when="forward", count=2),

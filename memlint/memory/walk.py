@@ -727,8 +727,8 @@ class Walk:
             count = s.count
             if self.gemm_workspace and s.what == "score gradients" and not self.partitioned:
                 # a one-device XLA program hands cuBLAS transposed copies of the scores
-                # (its einsums keep their explicit transposes): twice as many
-                count *= 2
+                # (its einsums keep their explicit transposes): two more
+                count += 2
             if size:
                 scratch.append(self.alloc(size[0] * count, size[1] * count, "scratch",
                                           f"{name} {s.what}", name))
