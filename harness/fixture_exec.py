@@ -52,6 +52,29 @@ def _restore(keras, originals):
             setattr(keras.Model, name, method)
 
 
+class FixtureError(Exception):
+    """A fixture that did not build the model asked for (the reason is data, not a crash)."""
+
+
+def load_model(path: str, name: str):
+    """The module-level model ``name`` of the fixture at ``path``, run as a plain script
+    (``sys.argv`` is the file alone, for fixtures that parse arguments); a
+    :class:`FixtureError` with the reason when the fixture fails or builds no such model."""
+    argv = sys.argv
+    sys.argv = [str(path)]
+    try:
+        models = load_models(str(path))
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one fixture's failure is data
+        raise FixtureError(f"building the fixture: {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.argv = argv
+    model = models.pop(name, None)
+    models.clear()
+    if model is None:
+        raise FixtureError("not built by Keras (no module-level model of that name)")
+    return model
+
+
 def load_models(path: str) -> dict:
     """``{variable: keras.Model}`` for the module-level models of the fixture at ``path``."""
     import keras

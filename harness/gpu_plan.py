@@ -283,7 +283,7 @@ def _run_job(job: dict, meshes: dict):
     policy, compile it with its optimizer, lower and compile each (target, batch, mode)."""
     import keras
 
-    from harness.fixture_exec import load_models
+    from harness.fixture_exec import FixtureError, load_model
     from harness.keras_step import compile_for, jax_train_step, memory_plan, random_batch
 
     def failed(message, configs=None):
@@ -292,18 +292,10 @@ def _run_job(job: dict, meshes: dict):
 
     keras.backend.clear_session()
     keras.config.set_dtype_policy(job["precision"])
-    argv = sys.argv
-    sys.argv = [str(ROOT / job["file"])]  # fixtures that parse arguments see a plain run
     try:
-        models = load_models(str(ROOT / job["file"]))
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one fixture's failure is data
-        yield from failed(f"building the fixture: {type(exc).__name__}: {exc}")
-        return
-    finally:
-        sys.argv = argv
-    model = models.get(job["model"])
-    if model is None:
-        yield from failed("not built by Keras (no module-level model of that name)")
+        model = load_model(ROOT / job["file"], job["model"])
+    except FixtureError as exc:
+        yield from failed(str(exc))
         return
     try:
         name, options = compile_for(model, job["optimizer"])

@@ -23,6 +23,17 @@ def _private_result_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MEMLINT_CACHE_DIR", str(tmp_path_factory.mktemp("memlint-cache")))
 
 
+def require_modules(modules, variable: str, install: str) -> None:
+    """Skip when one of ``modules`` is not installed, unless the environment variable
+    ``variable`` is 1 (CI), where that is a failure; ``install`` says how to get them."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    if os.environ.get(variable) == "1":
+        pytest.fail(f"{variable}=1 but {', '.join(missing)} is not installed")
+    pytest.skip(f"{', '.join(missing)} not installed ({install})")
+
+
 def keras_available() -> bool:
     return importlib.util.find_spec("keras") is not None
 

@@ -14,13 +14,12 @@ it for comparison.
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
-import os
 
 import pytest
 
 from harness import proxy
+from tests.conftest import require_modules
 
 # Derived from the measured data (docs/gpu-verification.md; jax 0.10.2 on a CPU, batch 4):
 # the bounds leave a little room above the stored figures and catch a change that makes
@@ -31,12 +30,7 @@ SAMPLE = 8  # fixtures recompiled per run
 
 
 def _require_jax() -> None:
-    missing = [m for m in ("jax", "keras") if importlib.util.find_spec(m) is None]
-    if not missing:
-        return
-    if os.environ.get("MEMLINT_REQUIRE_JAX") == "1":
-        pytest.fail(f"MEMLINT_REQUIRE_JAX=1 but {', '.join(missing)} is not installed")
-    pytest.skip(f"{', '.join(missing)} not installed (pip install jax keras)")
+    require_modules(("jax", "keras"), "MEMLINT_REQUIRE_JAX", "pip install jax keras")
 
 
 def _stored() -> dict:
