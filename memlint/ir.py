@@ -143,6 +143,9 @@ class InnerCalls:
     ids: list  # the call id of each node's call
     inputs: dict = field(default_factory=dict)  # (name, call id) -> outer input position
     outputs: list = field(default_factory=list)  # per outer output: (name, call id, output)
+    # a Functional or Sequential model's call: its tensor map holds every output made inside
+    # until the call returns (a layer class's call() holds only what its locals name)
+    mapped: bool = False
 
 
 @record
@@ -231,6 +234,9 @@ class ModelGraph:
     # the layers the memory model's opened graph took from inside models used as layers
     # (memlint.memory.nesting): a tensor of theirs that nothing reads is not a model output
     opened_inner: tuple = ()  # (a tuple: the result cache stores graphs as JSON)
+    # of those, the layers run by a layer class's call() (or a subclassed model's), not by a
+    # Functional or Sequential model: no tensor map holds their outputs
+    opened_unmapped: tuple = ()
     # operations on tensors the layers read (``x + y``, ``keras.ops.relu``): not layers of
     # the model (no table shows them), but the memory model's gradients flow through them
     operations: list = field(default_factory=list)  # list[LayerNode], one call each

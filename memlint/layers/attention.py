@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memlint.ir import Weight
 from memlint.layers.base import Args, LayerError, LayerKind, Saved, format_shape, register
 
@@ -143,7 +145,26 @@ class MultiHeadAttention(LayerKind):
         # projection (H100 predict plan: two f32[32, 4, 128, 128] and the value's)
         out += [Saved("attention probabilities", scores, when="forward", count=2),
                 Saved("value projection", v_proj, when="forward")]
-        return out
+        return self.torch_attention(config, input_shape, out, scores)
+
+    @staticmethod
+    def torch_attention(config, input_shape, out: list, scores: tuple) -> list:
+        """Under torch, without dropout and on sequences (a 4-D projected query), Keras
+        calls ``scaled_dot_product_attention``, a fused kernel that keeps no score matrix:
+        its output and one float32 log-sum-exp per query and head instead (measured on the
+        CPU torch step; CUDA's memory-efficient and flash kernels keep the same).  With
+        dropout, Keras computes the scores itself: its softmax keeps the scores alive
+        (``_keras_logits``) besides the probabilities, and the product with the values
+        keeps the dropped probabilities."""
+        sequences = len(_query_value("MultiHeadAttention", input_shape)[0]) == 3
+        if config.get("dropout") or not sequences:
+            return out + [Saved("dropped probabilities", scores, profiles=("torch",))] \
+                if config.get("dropout") else out
+        score_sized = ("attention probabilities", "attention scores", "score gradients")
+        others = ("xla", "tf-graph", "default")
+        kept = [replace(s, profiles=others) if s.what in score_sized and not s.profiles else s
+                for s in out]
+        return kept + [Saved("log-sum-exp", scores[:3], "float32", profiles=("torch",))]
 
     def weights(self, config, input_shape):
         query, value, key = self._inputs(input_shape)

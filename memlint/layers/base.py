@@ -21,7 +21,7 @@ build time raise :class:`LayerError`; arguments whose value is not known statica
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, ClassVar, Optional
 
 from memlint.ir import Weight
@@ -168,6 +168,28 @@ class LayerKind:
         return saved + activation_saves(config.get("activation"), output_shape)
 
 
+# The backend profiles' names (memlint.memory.profiles; "default": no backend stated).
+PROFILE_NAMES = ("xla", "tf-graph", "torch", "default")
+
+
+def instead_of_input(saved: list, profile: str, entries: list) -> list:
+    """``saved`` where ``profile`` keeps ``entries`` in place of the call's saved input (a
+    copy the backend makes: a padded or re-laid-out input); the other profiles still keep the
+    input itself."""
+    out, replaced = [], False
+    for s in saved:
+        if s.what == "input" and s.when == "saved" and profile in (s.profiles or PROFILE_NAMES):
+            replaced = True
+            others = tuple(p for p in (s.profiles or PROFILE_NAMES) if p != profile)
+            if others:
+                out.append(replace(s, profiles=others))
+            continue
+        out.append(s)
+    if not replaced:
+        return saved
+    return out + [replace(e, profiles=(profile,)) for e in entries]
+
+
 @record(frozen=True)
 class Saved:
     """One tensor a layer call keeps from its forward pass for its backward pass.
@@ -180,7 +202,8 @@ class Saved:
     ``per_batch=False`` a fixed shape such as a weight's).
 
     ``dtype``: ``"compute"`` (the policy's activation dtype), ``"float32"``, ``"variable"``
-    (the variables' dtype), ``"bool"`` or ``"int32"``; for input/output, the tensor's own.
+    (the variables' dtype), ``"bool"``, ``"int32"`` or ``"int64"``; for input/output, the
+    tensor's own.
     ``needed_for``: ``"weights"`` (only a weight gradient needs it: a frozen layer drops it),
     ``"inputs"`` (only the input gradient: dropped when nothing before the layer trains) or
     ``"both"``.  ``when``: ``"saved"`` (from the forward pass to the layer's backward),
@@ -243,12 +266,31 @@ def activation_saves(name, output_shape) -> list:
     need = activation_need(name)
     if need is None or output_shape is None or isinstance(output_shape, list):
         return []
+    # eager torch runs the function's backward as an op of its own: the pre-activation's
+    # gradient is a new tensor beside the output's
+    out = [Saved("activation gradient", tuple(output_shape), when="backward",
+                 profiles=("torch",))] if isinstance(output_shape, tuple) else []
     if need == "output":
-        return [Saved("output")]
+        return [Saved("output")] + keras_logits(name, output_shape) + out
     if need == "sign":  # the walk's profile decides: the pre-activation or the output
-        return [Saved("sign preactivation", tuple(output_shape))]
+        return [Saved("sign preactivation", tuple(output_shape))] + out
     return [Saved("preactivation", tuple(output_shape))] + activation_products(
-        name, output_shape)
+        name, output_shape) + out
+
+
+# Functions whose Keras implementation stores its input on its output tensor
+# (``output._keras_logits = x``, for the cross-entropy losses): a torch tensor takes the
+# attribute, so the logits live as long as the output (XLA's tracers and TensorFlow's
+# tensors refuse it).
+LOGITS_KEPT = frozenset({"sigmoid", "softmax"})
+
+
+def keras_logits(name, output_shape) -> list:
+    """The logits a sigmoid or softmax output keeps alive under torch (``LOGITS_KEPT``)."""
+    if not isinstance(name, str) or name.lower() not in LOGITS_KEPT \
+            or not isinstance(output_shape, tuple):
+        return []
+    return [Saved("logits", tuple(output_shape), profiles=("torch",))]
 
 
 def activation_products(name, output_shape) -> list:

@@ -21,6 +21,7 @@ from memlint.layers.base import (
     Args,
     Saved,
     activation_arg,
+    instead_of_input,
     data_format,
     LayerError,
     LayerKind,
@@ -230,19 +231,34 @@ class _Conv(LayerKind):
         evenly on both sides only: where ``"same"`` padding is uneven (total padding odd)
         or ``"causal"``, XLA writes a padded copy of the input and convolves it unpadded;
         the copy is what the kernel's gradient reads (measured on H100 and T4 plans:
-        ``[32, 33, 33, 16]`` for a 32x32 input, kernel 3, stride 2).  Other backends keep
-        the input itself."""
+        ``[32, 33, 33, 16]`` for a 32x32 input, kernel 3, stride 2).  Keras's torch backend
+        convolves channels-last data as a copy: the input permuted to channels-first
+        (``.contiguous()``), over two or three spatial axes then converted to the
+        channels-last memory format (a second copy, which autograd saves; the first is
+        dropped), and the kernel likewise; padded where the padding is uneven
+        (keras/src/backend/torch/nn.py ``conv``).  TensorFlow keeps the input itself."""
         out = list(super().saved(config, input_shape, output_shape))
         padded = self.padded_input(config, input_shape, output_shape) \
             if self.pads_input else None
-        if padded is None:
-            return out
-        others = ("tf-graph", "torch", "default")
-        return [Saved("padded input", padded, needed_for="weights", profiles=("xla",))
-                if s.what == "input" and s.when == "saved" and not s.profiles
-                else s for s in out] + [
-            Saved("input", needed_for="weights", profiles=others)
-            for s in out if s.what == "input" and s.when == "saved" and not s.profiles]
+        if padded is not None:
+            out = instead_of_input(out, "xla", [
+                Saved("padded input", padded, needed_for="weights")])
+        if config["data_format"] != "channels_first" and isinstance(input_shape, tuple):
+            copies = [Saved("layout copy", padded or tuple(input_shape), needed_for="weights")]
+            kernels = self.kernel_elements(config, input_shape) if self.rank > 1 else 0
+            if kernels:
+                copies.append(Saved("kernel layout copy", (kernels,), "variable",
+                                    needed_for="inputs", per_batch=False))
+            out = instead_of_input(out, "torch", copies)
+        return out
+
+    def kernel_elements(self, config, input_shape) -> int:
+        """Elements of the kernels the torch backend copies into its layout (0: none)."""
+        try:
+            weights = self.weights(config, input_shape)
+        except LayerError:
+            return 0
+        return sum(w.size for w in weights if "kernel" in w.name)
 
     def padded_input(self, config, input_shape, output_shape):
         """The input's shape after the explicit padding XLA adds for cuDNN (None when the
@@ -322,6 +338,11 @@ class Conv3D(_PlainConv):
     rank = 3
 
 
+# XLA's lowering of a strided transposed convolution (its scratch); PyTorch runs
+# ``conv_transpose`` directly (measured on the CPU torch step: no such buffers).
+_NOT_TORCH = ("xla", "tf-graph", "default")
+
+
 class _ConvTranspose(_Conv):
     """``ConvNDTranspose(filters, kernel_size)``: the gradient of a convolution, upsampling."""
 
@@ -377,12 +398,13 @@ class _ConvTranspose(_Conv):
             return tuple([None, depth] + dims if first else [None] + dims + [depth])
         dilated = shaped(padded, channels)
         if config["filters"] == 1:
-            out.append(Saved("dilated input", dilated, when="forward"))
+            out.append(Saved("dilated input", dilated, when="forward", profiles=_NOT_TORCH))
         elif config["padding"] == "same" and any((k - s) % 2 for k, s in zip(kernel, strides)):
             wider = [o + (k - s) % 2 for o, k, s in zip(outs[spatial], kernel, strides)]
             out.append(Saved("padded output", shaped(wider, config["filters"]),
-                             when="forward"))
-        return out + [Saved("dilated input", dilated, needed_for="weights", when="backward")]
+                             when="forward", profiles=_NOT_TORCH))
+        return out + [Saved("dilated input", dilated, needed_for="weights", when="backward",
+                           profiles=_NOT_TORCH)]
 
 
 @register

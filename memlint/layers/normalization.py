@@ -7,7 +7,7 @@ which therefore must be known.
 from __future__ import annotations
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, Saved, register
+from memlint.layers.base import Args, LayerError, LayerKind, Saved, instead_of_input, register
 
 
 def _int(value) -> bool:
@@ -74,14 +74,21 @@ class BatchNormalization(LayerKind):
         keeps the centred input (``x - mean``, float32) where its column reduction over the
         batch is one pass (at most 4,096 reduced rows: measured on H100 plans, a ResNet's
         8x8 stage at batch 32 keeps it, its 16x16 stage does not; the walk resolves
-        ``"centered input"`` against the batch and the profile).  A frozen
-        BatchNormalization runs in inference mode, a fixed affine map: it keeps nothing."""
+        ``"centered input"`` against the batch and the profile).  Under torch, Keras
+        normalises in float32 (a 16-bit input is cast up: the cast is what the square of the
+        variance keeps; the walk resolves ``"float32 input"`` to the input itself under
+        float32) and scales ``x - mean`` in place (``mul_``): autograd keeps a float32 copy
+        of it from before (``centered copy``).  A frozen BatchNormalization runs in
+        inference mode, a fixed affine map: it keeps nothing."""
         shape = (_axis_dim(input_shape, config["axis"], self.name),)
-        return [Saved("input", needed_for="weights"),
-                Saved("statistics", shape, "float32", needed_for="weights", per_batch=False,
-                      count=2),
-                Saved("centered input", tuple(input_shape), "float32", needed_for="weights",
-                      profiles=("xla",))]
+        return instead_of_input([
+            Saved("input", needed_for="weights"),
+            Saved("statistics", shape, "float32", needed_for="weights", per_batch=False,
+                  count=2),
+            Saved("centered input", tuple(input_shape), "float32", needed_for="weights",
+                  profiles=("xla",))], "torch", [
+            Saved("float32 input", tuple(input_shape), "float32", needed_for="weights"),
+            Saved("centered copy", tuple(input_shape), "float32", needed_for="weights")])
 
 
 @register

@@ -13,6 +13,7 @@ from memlint.layers.base import (
     Args,
     Saved,
     data_format,
+    instead_of_input,
     LayerError,
     LayerKind,
     check_rank,
@@ -36,13 +37,60 @@ def _max_pool_saved(self, config, input_shape, output_shape):
     writes into zeros of the input's shape: where a ReLU wrote the input, XLA shares that
     broadcast with the ReLU's ``max(x, 0)`` and materialises it in the forward pass, alive
     until this backward writes the input's gradient over it (the walk resolves
-    ``"scatter zeros"`` against the profile and the input's producer).  Average pooling
-    keeps nothing (the default)."""
+    ``"scatter zeros"`` against the profile and the input's producer).  PyTorch keeps each
+    window's argmax as int64 indices and, over two or three spatial axes, the input it
+    pooled (for channels-last data, Keras's channels-first copy); one-axis pooling keeps no
+    input (measured on the CPU torch step)."""
     rank = len(input_shape) - 2
-    return [Saved("input", needed_for="inputs"),
-            Saved("output", needed_for="inputs", profiles=("tf-graph", "default")),
-            Saved("scatter zeros", tuple(input_shape), needed_for="inputs")
-            ] + _window_scratch(rank, output_shape)
+    saved = [Saved("input", needed_for="inputs"),
+             Saved("output", needed_for="inputs", profiles=("tf-graph", "default")),
+             Saved("scatter zeros", tuple(input_shape), needed_for="inputs",
+                   profiles=("xla",)),
+             Saved("argmax indices", tuple(output_shape), "int64", needed_for="inputs",
+                   profiles=("torch",))] + _window_scratch(rank, output_shape)
+    return _torch_layout_copy(config, input_shape, saved, output_shape)
+
+
+def _average_pool_saved(self, config, input_shape, output_shape):
+    """Average pooling's gradient needs only shapes under XLA and TensorFlow; PyTorch's
+    ``avg_pool`` backward over two or three spatial axes reads the input it pooled (for
+    channels-last data, Keras's channels-first copy)."""
+    return _torch_layout_copy(config, input_shape, [
+        Saved("input", needed_for="inputs", profiles=("torch",))], output_shape)
+
+
+def _torch_layout_copy(config, input_shape, saved: list, output_shape=None) -> list:
+    """Keras's torch backend pools channels-last data as a channels-first copy
+    (``permute(...).contiguous()``, keras/src/backend/torch/nn.py): the copy is what the
+    pooling op keeps, not the input, and where ``"same"`` padding is uneven a padded copy
+    of it besides (measured: both alive until the backward).  Pooling over one axis keeps
+    neither."""
+    if len(input_shape) == 3:
+        return instead_of_input(saved, "torch", [])
+    copies = []
+    if config["data_format"] != "channels_first":
+        copies.append(Saved("layout copy", tuple(input_shape), needed_for="inputs"))
+    padded = _padded(config, input_shape, output_shape)
+    if padded is not None:
+        copies.append(Saved("padded copy", padded, needed_for="inputs"))
+    return instead_of_input(saved, "torch", copies) if copies else saved
+
+
+def _padded(config, input_shape, output_shape):
+    """The input's shape after the explicit padding the torch backend adds where
+    ``"same"`` padding is uneven (None when it adds none or a size is unknown)."""
+    if config["padding"] != "same" or not isinstance(output_shape, tuple):
+        return None
+    axes, _ = spatial_axes(len(input_shape) - 2, config["data_format"])
+    shape, uneven = list(input_shape), False
+    for i, axis in enumerate(axes):
+        length, out = input_shape[axis], output_shape[axis]
+        if not isinstance(length, int) or not isinstance(out, int):
+            return None
+        total = max((out - 1) * config["strides"][i] + config["pool_size"][i] - length, 0)
+        uneven = uneven or total % 2 == 1
+        shape[axis] = length + total
+    return tuple(shape) if uneven else None
 
 
 def _global_max_saved(self, config, input_shape, output_shape):
@@ -54,9 +102,12 @@ def _global_max_saved(self, config, input_shape, output_shape):
 
 
 def _window_scratch(rank: int, output_shape) -> list:
+    """XLA's select-and-scatter scratch (PyTorch scatters by its saved argmax indices)."""
+    others = ("xla", "tf-graph", "default")
     return [Saved("window indices", tuple(output_shape), "int32", needed_for="inputs",
-                  when="backward", count=rank + 2),
-            Saved("window values", tuple(output_shape), needed_for="inputs", when="backward")]
+                  when="backward", count=rank + 2, profiles=others),
+            Saved("window values", tuple(output_shape), needed_for="inputs", when="backward",
+                  profiles=others)]
 
 
 class _Pooling(LayerKind):
@@ -135,6 +186,7 @@ class AveragePooling1D(_Pooling):
 
     name = "AveragePooling1D"
     aliases = ("AvgPool1D",)
+    saved = _average_pool_saved
     rank = 1
 
 
@@ -144,6 +196,7 @@ class AveragePooling2D(_Pooling):
 
     name = "AveragePooling2D"
     aliases = ("AvgPool2D",)
+    saved = _average_pool_saved
     rank = 2
 
 
@@ -153,6 +206,7 @@ class AveragePooling3D(_Pooling):
 
     name = "AveragePooling3D"
     aliases = ("AvgPool3D",)
+    saved = _average_pool_saved
     rank = 3
 
 

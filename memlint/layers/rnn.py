@@ -39,6 +39,21 @@ _FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unrol
 SCAN_BUFFERS = {1: (4, 0, 1), 4: (13, 0, 1), 3: (9, 2, 0)}
 
 
+# Keras's torch backend runs the cell in a Python loop over the unbound time steps (views of
+# the input: no copy); autograd keeps, per step, the unit-sized tensors the cell's backward
+# reads (keras/src/backend/torch/rnn.py and the cells in keras/src/layers/rnn; measured on
+# the CPU torch step, docs/torch-oracle.md): SimpleRNN its tanh output; LSTM the four gate
+# activations, the carry, its tanh and the output, and the gates' logits (four units wide:
+# Keras's sigmoid stores its input on its output, ``_keras_logits``); GRU the update and
+# reset gates and their logits, the recurrent projection (three units wide), the candidate,
+# ``1 - z`` and the output.  LSTM and GRU project every step's input before the loop
+# (``x_proj``, ``_fallback_lstm`` / ``_fallback_gru``); the backward sums the gradients of its
+# slices, each a zero-filled tensor of the projections' size.  On a GPU with cuDNN, Keras
+# hands LSTM and GRU to cuDNN, whose reserve space was not measured.
+TORCH_STEP_UNITS = {1: 1, 4: 11, 3: 10}
+_NOT_TORCH = ("xla", "tf-graph", "default")
+
+
 def scan_saved(gates: int, units: int, input_shape, sequences: bool = True) -> list:
     """The per-step buffers a scanned recurrence of ``gates`` gates keeps (see
     ``SCAN_BUFFERS``) for an input ``(batch, steps, features)``, and what its forward pass
@@ -46,24 +61,41 @@ def scan_saved(gates: int, units: int, input_shape, sequences: bool = True) -> l
     steps: an LSTM or SimpleRNN takes a time-major copy of its input and stacks every step's
     output even when it returns the last one only; a GRU projects every step's input
     before the loop, twice ``(steps, batch, 3 units)``).  Scratch of the same name as a
-    saved buffer is not counted twice in training."""
+    saved buffer is not counted twice in training.  Under torch: ``TORCH_STEP_UNITS``, and
+    the stacked outputs while the call runs when it returns the last step only."""
     per_unit, per_gate, copies = SCAN_BUFFERS.get(gates, (3 * gates + 1, 0, 1))
     batch, steps, features = input_shape[0], input_shape[1], input_shape[-1]
-    out = [Saved("steps' states and gates", (batch, steps, units), count=per_unit)]
+    out = [Saved("steps' states and gates", (batch, steps, units), count=per_unit,
+                 profiles=_NOT_TORCH),
+           Saved("steps' states and gates", (batch, steps, units),
+                 count=TORCH_STEP_UNITS.get(gates, 2 * gates + 1), profiles=("torch",))]
+    if not sequences:
+        out.append(Saved("stacked outputs", (batch, steps, units), when="forward",
+                          profiles=("torch",)))
+    if gates > 1:  # LSTM and GRU project every step's input before the loop
+        projections = (batch, steps, gates * units)
+        out.append(Saved("input projections", projections, when="forward",
+                         profiles=("torch",)))
+        # each step's slice gradient is a zero-filled tensor of the projections' size,
+        # summed into the last: three alive while the loop's backward accumulates them
+        out.append(Saved("input projection gradients", projections, when="backward",
+                         count=3, profiles=("torch",)))
     if per_gate:
         out.append(Saved("steps' input projections", (batch, steps, gates * units),
-                         count=per_gate))
+                         count=per_gate, profiles=_NOT_TORCH))
         out.append(Saved("steps' input projections", (batch, steps, gates * units),
-                         count=per_gate, when="forward"))
+                         count=per_gate, when="forward", profiles=_NOT_TORCH))
     if copies:
-        out.append(Saved("time-major input", (batch, steps, features), count=copies))
         out.append(Saved("time-major input", (batch, steps, features), count=copies,
-                         when="forward"))
+                         profiles=_NOT_TORCH))
+        out.append(Saved("time-major input", (batch, steps, features), count=copies,
+                         when="forward", profiles=_NOT_TORCH))
         if not sequences:  # the stacked outputs are not the layer's output
             out.append(Saved("steps' states and gates", (batch, steps, units),
-                             when="forward"))
+                             when="forward", profiles=_NOT_TORCH))
     if gates == 4:  # the step's gate blocks while the loop's backward runs
-        out.append(Saved("step gates", (batch, gates * units), when="backward", count=5))
+        out.append(Saved("step gates", (batch, gates * units), when="backward", count=5,
+                         profiles=_NOT_TORCH))
     return out
 
 

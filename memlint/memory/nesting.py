@@ -38,7 +38,8 @@ def opened(graph: ModelGraph) -> ModelGraph:
     own = {node.name for node in graph.layers} | {node.name for node in graph.operations}
     inside = tuple(layer.name for layer in layers
                    if layer.name not in own and layer.name not in opener.exposed)
-    return replace(graph, layers=layers, sized=None, opened_inner=inside, operations=[])
+    return replace(graph, layers=layers, sized=None, opened_inner=inside, operations=[],
+                   opened_unmapped=tuple(sorted(opener.unmapped - opener.exposed)))
 
 
 def as_registry_kinds(graph: ModelGraph) -> ModelGraph:
@@ -58,11 +59,15 @@ class _Opener:
         self.records = []  # (name, template node, frozen, input shape, output shape, refs)
         self.uids = itertools.count()
         self.exposed = set()  # the names of the layers inside that make a nested output
+        self.unmapped = set()  # the layers called by a layer class's call() (InnerCalls)
 
-    def visit(self, node, c: int, refs: list, frozen: bool, prefix: str = "") -> list:
+    def visit(self, node, c: int, refs: list, frozen: bool, prefix: str = "",
+              mapped: bool = True) -> list:
         """Emit one call of ``node`` (opened when its inside is known); its outputs as
-        references."""
+        references.  ``mapped``: the call that runs it is a model's (a tensor map)."""
         name = prefix + node.name
+        if not mapped:
+            self.unmapped.add(name)
         inner = node.inner_calls[c] if c < len(node.inner_calls) else None
         if inner is not None and _same_weights(node, inner):
             frozen = frozen or not any(w.trainable for w in node.weights)
@@ -83,7 +88,8 @@ class _Opener:
                         sub_refs.append((name + "/" + ref_name, ref_call, ref_out))
                 if not raw:
                     sub_refs = list(refs)
-                made[(sub.name, sid)] = self.visit(sub, 0, sub_refs, frozen, name + "/")
+                made[(sub.name, sid)] = self.visit(sub, 0, sub_refs, frozen, name + "/",
+                                                   inner.mapped)
             outputs = []
             for out_name, out_call, out_index in inner.outputs:
                 outs = made.get((out_name, out_call)) or []

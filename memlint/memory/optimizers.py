@@ -56,3 +56,25 @@ def optimizer_elements(spec: OptimizerSpec, trainable_shapes: list) -> int:
 
 def is_known(name: str) -> bool:
     return name in _SLOTS
+
+
+# Keras's torch backend updates all variables at once with ``torch._foreach_*`` ops that
+# return new lists: how many weight-sized lists are alive at the deepest point of each
+# optimizer's update (keras/src/backend/torch/optimizers; Adam's ``m * alpha``,
+# ``sqrt(v)``, ``sqrt(v) + eps`` while the quotient is made).  SGD updates in place.
+_FOREACH_LISTS = {"sgd": 0, "adam": 3, "adamw": 3, "rmsprop": 3, "adagrad": 3,
+                  "adadelta": 3, "adamax": 3, "nadam": 5, "lion": 2}
+# The others update one variable at a time with element-wise ops: a few temporaries of the
+# largest variable's size.
+_PER_VARIABLE_TEMPORARIES = 3
+
+
+def update_temporary_elements(spec: OptimizerSpec, trainable_shapes: list) -> int:
+    """Elements of the temporaries an eager (torch) update makes at its deepest point."""
+    sizes = [prod(s) if s else 1 for s in trainable_shapes]
+    if not sizes:
+        return 0
+    lists = _FOREACH_LISTS.get(spec.name)
+    if lists is not None:
+        return lists * sum(sizes)
+    return _PER_VARIABLE_TEMPORARIES * max(sizes)

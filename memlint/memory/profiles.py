@@ -17,8 +17,11 @@ that differ between backends (docs/memory-model-v2.md has the measurements behin
   element-wise kernels forward a dying input's buffer (TensorFlow's ``forward_input``); a
   ReLU keeps its output (``ReluGrad`` reads it); the BFC allocator rounds every buffer up to
   256 bytes (fragmentation not modelled).
-* ``torch`` -- Keras 3 on PyTorch, eager: autograd keeps each op's saved tensors, every
-  gradient lives in ``.grad`` until the optimizer step, nothing is computed in place, and the
+* ``torch`` -- Keras 3 on PyTorch, eager: autograd keeps each op's saved tensors; a
+  Functional or Sequential model holds every layer output until its call returns (Keras's
+  tensor map); the last step's gradients stay in ``.grad`` until the forward is done
+  (``zero_grad`` follows it) and the new ones until the optimizer step, whose
+  ``torch._foreach_*`` ops make weight-sized temporaries; nothing is computed in place; the
   caching allocator rounds each block up to 512 bytes (its 2 MiB / 20 MiB segments are not
   added); cuDNN workspaces depend on the algorithm chosen at run time and are not added.
 
@@ -45,6 +48,17 @@ class Profile:
     weight_gradients: str = "kept"  # "kept" until the update, or "consumed" as produced
     sign: str = "output"  # what a ReLU keeps: "output", or "xla" (input or 1-byte mask)
     framework_reserve: Optional[int] = None  # None: the budget's TensorFlow reserve applies
+    # eager Keras: a Functional or Sequential model holds every layer output until its call
+    # returns (its tensor map), whether or not the backward needs it
+    forward_keeps_outputs: bool = False
+    # the last step's gradients are still in .grad while the forward runs (Keras's torch
+    # train step clears them after the forward)
+    grads_during_forward: bool = False
+    # the optimizer's update makes weight-sized temporaries (torch._foreach_* lists)
+    update_temporaries: bool = False
+    # window pooling of channels-last data returns a channels-first tensor seen
+    # channels-last (Keras's torch backend): a Flatten or Reshape of it is a copy
+    pooled_outputs_strided: bool = False
     notes: tuple = ()
 
     def describe(self) -> str:
@@ -71,8 +85,14 @@ XLA = Profile(
 TORCH = Profile(
     name="torch", title="Keras 3 on PyTorch, eager, caching allocator", round_bytes=512,
     inplace_elementwise=False, weight_gradients="kept", sign="output", framework_reserve=0,
+    forward_keeps_outputs=True, grads_during_forward=True, update_temporaries=True,
+    pooled_outputs_strided=True,
     notes=("autograd keeps every tensor a backward function needs",
+           "a Functional or Sequential model holds every layer output until its call returns",
+           "the last step's gradients live until the forward is done (zero_grad after it)",
            "all gradients live in .grad until the optimizer step",
+           "the update's torch._foreach_* temporaries: up to five weight-sized lists",
+           "a Flatten or Reshape of a pooling's output is a copy",
            "caching allocator blocks rounded up to 512 B (segments of 2/20 MiB not added)",
            "cuDNN workspaces not added"))
 

@@ -33,7 +33,7 @@ from typing import Optional
 from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
 from memlint.layers.base import REGISTRY, Saved
 from memlint.memory.dtypes import Precision
-from memlint.memory.optimizers import optimizer_elements
+from memlint.memory.optimizers import optimizer_elements, update_temporary_elements
 from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
 from memlint.records import record
 
@@ -102,6 +102,7 @@ class _Tensor:
     producer: str = ""  # the type of the layer that made it
     relu: bool = False  # written by max(x, 0) (a ReLU, or a layer's activation="relu")
     shape: Optional[tuple] = None  # batch first
+    strided: bool = False  # not contiguous in its layout: a reshape of it copies
 
 
 @record
@@ -160,10 +161,15 @@ class Walk:
         self.trainable_seen = False
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
+        self.unmapped = frozenset(graph.opened_unmapped)
         self.weight_grads: dict = {}
         self.calls_left: dict = {}
         self.call_order: list = []
         self.early_scratch: dict = {}  # (layer, call, what) -> scratch allocated before it
+        # eager Keras: a Functional or Sequential model's tensor map holds every output until
+        # the forward returns
+        self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
+            graph.kind in ("Sequential", "Functional") else None
 
     # ------------------------------------------------------------------ buffers
 
@@ -239,7 +245,7 @@ class Walk:
     def item(self, dtype: str) -> int:
         return {"compute": self.compute_bytes, "float32": 4,
                 "variable": self.prec.variable_bytes, "bool": 1,
-                "int32": 4}.get(dtype, self.prec.compute_bytes)
+                "int32": 4, "int64": 8}.get(dtype, self.prec.compute_bytes)
 
     # ------------------------------------------------------------------ the step
 
@@ -278,7 +284,15 @@ class Walk:
         if self.train:  # the targets are step arguments too, shaped like the outputs
             size = self.targets(layers, order)
             self.alloc(*size, "targets", "targets")
+        last_grads = None
+        if self.train and self.profile.grads_during_forward:
+            last_grads = self.alloc(0, self.trainable_bytes(), "gradients",
+                                    "the last step's gradients (.grad)")
         calls = [self.forward(layers[li], li, ci, inputs_of[(li, ci)]) for li, ci in order]
+        for t in self.retained or ():  # the forward returned: its tensor map is dropped
+            t.uses -= 1
+            self.maybe_free(t)
+        self.release(last_grads)  # zero_grad
         if self.train:
             outputs = [t for t in self.tensors.values() if t.output]
             for t in outputs:
@@ -297,7 +311,14 @@ class Walk:
             if combined is not None:
                 self.event("update", "all-reduce")
                 self.release(combined)
+            temporaries = None
+            if self.profile.update_temporaries:
+                shapes = [w.shape for layer in layers for w in layer.weights if w.trainable]
+                temporaries = self.alloc(
+                    0, update_temporary_elements(self.setup.optimizer, shapes)
+                    * prec.variable_bytes, "scratch", "the update's temporaries")
             self.event("update", "optimizer")
+            self.release(temporaries)
         else:
             self.event("forward", "end")
         self.result.unknown = list(dict.fromkeys(self.unknown))
@@ -395,6 +416,8 @@ class Walk:
                     continue
                 elif s.what == "sign preactivation" and self.profile.sign != "xla":
                     s = Saved("output", needed_for=s.needed_for)
+                elif s.what == "float32 input" and self.compute_bytes == 4:
+                    s = Saved("input", needed_for=s.needed_for)  # no cast: the input
                 specs.append(s)
         kept_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"}
         kept_names = {s.what for s in specs if s.when == "saved"}
@@ -424,7 +447,8 @@ class Walk:
 
         # the outputs: a view shares its input's buffer; an element-wise layer may write
         # over an input that dies here
-        view = layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and bool(ins)
+        view = layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and bool(ins) \
+            and not (ins[0].strided and layer.type in _RESHAPES)
         reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
                                                      (li, ci, 0))
         outputs = []
@@ -445,11 +469,16 @@ class Walk:
             t.requires_grad = requires_grad
             t.producer = layer.type
             t.relu = _writes_relu(layer)
+            t.strided = self.profile.pooled_outputs_strided and _window_pooling(layer, kind)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
             t.output = t.uses == 0 and layer.type not in INPUT_TYPES \
                 and layer.name not in self.inside
+            if self.retained is not None and layer.type not in INPUT_TYPES and not view \
+                    and layer.name not in self.unmapped:
+                t.uses += 1  # held by the model's tensor map until the forward returns
+                self.retained.append(t)
             self.tensors[(li, ci, k)] = t
             outputs.append(t)
 
@@ -704,6 +733,12 @@ class Walk:
             rows *= d
         return axes == {len(in_shape) - 1} and rows <= ONE_PASS_REDUCTION_ROWS
 
+    def trainable_bytes(self, layer=None) -> int:
+        """Bytes of the trainable variables of ``layer`` (of every layer for None)."""
+        layers = self.graph.layers if layer is None else (layer,)
+        return sum(w.size * (w.itemsize or self.prec.variable_bytes)
+                   for each in layers for w in each.weights if w.trainable)
+
     def maybe_free(self, t: _Tensor) -> None:
         if t.uses <= 0 and t.holds <= 0 and not t.output and t not in self.data \
                 and not t.freed:
@@ -733,8 +768,7 @@ class Walk:
                 scratch.append(self.alloc(size[0] * count, size[1] * count, "scratch",
                                           f"{name} {s.what}", name))
         if call.trains and name not in self.weight_grads:
-            size = sum(w.size * (w.itemsize or self.prec.variable_bytes)
-                       for w in layer.weights if w.trainable)
+            size = self.trainable_bytes(layer)
             keep = self.profile.weight_gradients == "kept" or self.keep_all_grads()
             if keep and self.keep_all_grads() and self.profile.weight_gradients != "kept":
                 # loss scaling: the scaled gradients wait, in the compute dtype, for the
@@ -963,6 +997,7 @@ GEMM_LAYERS = frozenset({
     "Dense", "EinsumDense", "MultiHeadAttention", "Attention", "AdditiveAttention", "Dot",
     "LSTM", "GRU", "SimpleRNN", "RNN", "Bidirectional", "CuDNNLSTM", "CuDNNGRU",
     "TimeDistributed", "LocallyConnected1D", "LocallyConnected2D", "Gemm", "MatMul"})
+_RESHAPES = frozenset({"Flatten", "Reshape"})
 # Layers whose input gradients are their output's gradient, passed on without a buffer of
 # their own (a sum's inputs get its gradient as it is; a concatenation's, slices of it).
 _PASSTHROUGH = frozenset({"Add", "Subtract", "Average", "Concatenate"})
@@ -988,6 +1023,13 @@ def _writes_relu(layer) -> bool:
     if layer.type == "ReLU":
         return not any(config.get(k) for k in ("max_value", "negative_slope", "threshold"))
     return config.get("activation") == "relu"
+
+
+def _window_pooling(layer, kind) -> bool:
+    """A max or average pooling over windows of channels-last data."""
+    return kind is not None and kind.family == "pooling" \
+        and not layer.type.startswith("Global") \
+        and (layer.config or {}).get("data_format") != "channels_first"
 
 
 def _needed(s: Saved, trains: bool, needs_dx: bool) -> bool:

@@ -83,7 +83,7 @@ def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]
     if any(not t.producer for t in model.outputs):
         return None
     outputs = [(names(t.producer[0]), t.producer[1], t.producer[2]) for t in model.outputs]
-    return InnerCalls(nodes, ids, inputs, outputs)
+    return InnerCalls(nodes, ids, inputs, outputs, mapped=True)
 
 
 def _sequential(model: SequentialModel, record, node_of) -> Optional[InnerCalls]:
@@ -102,7 +102,7 @@ def _sequential(model: SequentialModel, record, node_of) -> Optional[InnerCalls]
         previous = [(node.name, 0, 0)]
     if not nodes:
         return None
-    return InnerCalls(nodes, ids, {}, [previous[0]])
+    return InnerCalls(nodes, ids, {}, [previous[0]], mapped=True)
 
 
 def _traced(record, node_of) -> Optional[InnerCalls]:

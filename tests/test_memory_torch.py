@@ -1,0 +1,226 @@
+"""The ``torch`` profile's schedule (Keras 3 on PyTorch, eager): what Keras's torch backend and
+autograd hold, rule by rule, as measured by the torch-step oracle (harness/torch_step.py,
+docs/torch-oracle.md).  Expected figures are worked out by hand from each rule."""
+
+from __future__ import annotations
+
+import pytest
+
+import memlint.layers as registry
+from memlint.ir import OptimizerSpec
+from memlint.layers.base import Args
+from memlint.memory import estimate
+from memlint.memory.optimizers import update_temporary_elements
+from memlint.memory.profiles import TF_GRAPH, TORCH, XLA
+from tests.test_memory_walk import graph_of, parts, saved_names
+
+F32 = 4
+ROUNDING = "allocator rounding"
+
+
+def exact(breakdown) -> int:
+    """The peak without the caching allocator's rounding."""
+    return breakdown.peak - parts(breakdown).get(ROUNDING, 0)
+
+
+def moment(breakdown, phase: str, layer: str) -> int:
+    return next(m["bytes"] for m in breakdown.timeline
+                if m["phase"] == phase and m["layer"] == layer)
+
+
+def saved(layer: str, args, kwargs, input_shape):
+    instance = registry.instantiate(layer, Args(list(args), dict(kwargs)))
+    out, _ = registry.call(instance, input_shape)
+    return instance.kind.saved(instance.config, input_shape, out)
+
+
+def under(entries, profile: str) -> list:
+    return [(s.what, s.shape, s.dtype, s.when, s.count) for s in entries
+            if not s.profiles or profile in s.profiles]
+
+
+MLP = ("model = keras.Sequential([keras.Input((256,)), L.Dense(256), L.Dense(256), "
+       "L.Dense(256)])")
+MLP_WEIGHTS = 3 * (256 * 256 + 256) * F32
+
+
+def test_a_sequential_model_holds_every_layer_output_until_its_forward_returns():
+    # inference, batch 8: each output is 8 KiB; at the last layer the batch and all three
+    # outputs are alive under torch (Keras's tensor map), two outputs under TensorFlow
+    graph = graph_of(MLP, batch=8, mode="infer")
+    out = 8 * 256 * F32
+    torch_step = estimate(graph, profile=TORCH)
+    assert exact(torch_step) == MLP_WEIGHTS + out + 3 * out
+    assert {"dense output", "dense_1 output", "dense_2 output"} <= set(saved_names(torch_step))
+    assert exact(estimate(graph, profile=TF_GRAPH)) == MLP_WEIGHTS + out + 2 * out
+
+
+def test_last_gradients_live_through_the_forward_and_the_update_makes_temporaries():
+    # Adam, batch 8: the forward's first moment holds the weights, two slots, the last
+    # step's gradients (zero_grad comes after the forward), the batch, the targets and the
+    # first output; the update holds the new gradients and three weight-sized lists
+    graph = graph_of(MLP, batch=8, optimizer="adam")
+    b = estimate(graph, profile=TORCH)
+    data = 8 * 256 * F32
+    state = MLP_WEIGHTS * 3 + 2 * data  # weights, two slots, batch and targets
+    rounding = 512 - (MLP_WEIGHTS * 2 % 512 or 512)  # only the slots' buffer is uneven
+    assert moment(b, "forward", "dense") - rounding == state + MLP_WEIGHTS + data
+    assert moment(b, "update", "optimizer") - rounding == state + MLP_WEIGHTS + 3 * MLP_WEIGHTS
+    # neither happens under XLA (the gradients are consumed, the update is fused)
+    x = estimate(graph, profile=XLA)
+    assert moment(x, "update", "optimizer") < moment(b, "update", "optimizer") - 3 * MLP_WEIGHTS
+
+
+@pytest.mark.parametrize("name, lists", [("sgd", 0), ("adam", 3), ("adamw", 3),
+                                         ("rmsprop", 3), ("adagrad", 3), ("nadam", 5),
+                                         ("lion", 2)])
+def test_update_temporaries_per_optimizer(name, lists):
+    shapes = [(10, 4), (4,), (4, 3)]
+    assert update_temporary_elements(OptimizerSpec(name, {}, "t"), shapes) == lists * 56
+
+
+def test_an_optimizer_updating_one_variable_at_a_time_makes_temporaries_of_the_largest():
+    shapes = [(10, 4), (4,), (4, 3)]
+    assert update_temporary_elements(OptimizerSpec("ftrl", {}, "t"), shapes) == 3 * 40
+    assert update_temporary_elements(OptimizerSpec("adam", {}, "t"), []) == 0
+
+
+def test_convolutions_keep_a_layout_copy_and_a_kernel_copy_under_torch():
+    entries = saved("Conv2D", (16, 3), {"padding": "same"}, (None, 16, 16, 8))
+    assert ("layout copy", (None, 16, 16, 8), "compute", "saved", 1) in under(entries, "torch")
+    assert ("kernel layout copy", (3 * 3 * 8 * 16,), "variable", "saved", 1) \
+        in under(entries, "torch")
+    assert not any(w == "input" for w, *_ in under(entries, "torch"))
+    assert ("input", (), "compute", "saved", 1) in under(entries, "tf-graph")
+    assert not any(w.endswith("layout copy") for w, *_ in under(entries, "xla"))
+    # one spatial axis: the channels-first copy only (no channels-last memory format)
+    entries = saved("Conv1D", (8, 3), {}, (None, 100, 4))
+    assert [w for w, *_ in under(entries, "torch")] == ["layout copy"]
+    # channels-first data is convolved as it is
+    entries = saved("Conv2D", (16, 3), {"data_format": "channels_first"}, (None, 8, 16, 16))
+    assert [w for w, *_ in under(entries, "torch")] == ["input"]
+
+
+def test_transposed_convolutions_have_no_xla_scratch_under_torch():
+    entries = saved("Conv2DTranspose", (8, 3), {"strides": 2, "padding": "same"},
+                    (None, 16, 16, 4))
+    assert [w for w, *_ in under(entries, "torch")] == ["layout copy", "kernel layout copy"]
+    assert any(w == "dilated input" for w, *_ in under(entries, "xla"))
+
+
+def test_pooling_keeps_its_channels_first_copy_and_int64_indices_under_torch():
+    entries = saved("MaxPooling2D", (), {}, (None, 16, 16, 8))
+    assert sorted(under(entries, "torch")) == [
+        ("argmax indices", (None, 8, 8, 8), "int64", "saved", 1),
+        ("layout copy", (None, 16, 16, 8), "compute", "saved", 1)]
+    assert [w for w, *_ in under(saved("AveragePooling2D", (2,), {}, (None, 16, 16, 8)),
+                                 "torch")] == ["layout copy"]
+    assert under(saved("AveragePooling2D", (2,), {}, (None, 16, 16, 8)), "xla") == []
+    # one axis: no input is kept, only the indices
+    assert [w for w, *_ in under(saved("MaxPooling1D", (), {}, (None, 100, 8)), "torch")] \
+        == ["argmax indices"]
+    assert under(saved("AveragePooling1D", (2,), {}, (None, 100, 8)), "torch") == []
+
+
+def test_a_flatten_after_pooling_copies_under_torch_only():
+    body = ("model = keras.Sequential([keras.Input((16, 16, 8)), L.MaxPooling2D(), "
+            "L.Flatten(), L.Dense(4)])")
+    graph = graph_of(body, batch=8, mode="infer")
+    flat = 8 * 8 * 8 * 8 * F32  # the flattened pooling output
+    torch_step, tf_step = estimate(graph, profile=TORCH), estimate(graph, profile=TF_GRAPH)
+    assert "flatten output" not in saved_names(tf_step)  # a view of the pooled tensor
+    copy = [t for t in torch_step.peak_at["tensors"] if t["name"] == "flatten output"]
+    assert [t["bytes"] for t in copy] == [flat]
+
+
+def test_batch_norm_keeps_float32_copies_under_torch():
+    entries = saved("BatchNormalization", (), {}, (None, 8, 8, 16))
+    torch_entries = under(entries, "torch")
+    assert ("centered copy", (None, 8, 8, 16), "float32", "saved", 1) in torch_entries
+    assert ("float32 input", (None, 8, 8, 16), "float32", "saved", 1) in torch_entries
+    assert not any(w == "input" for w, *_ in torch_entries)
+    assert not any(w in ("centered copy", "float32 input") for w, *_ in under(entries, "xla"))
+
+
+BN = ("model = keras.Sequential([keras.Input((16, 16, 8)), L.BatchNormalization(), "
+      "L.GlobalAveragePooling2D(), L.Dense(4)])")
+
+
+def test_batch_norm_casts_a_16_bit_input_up_and_keeps_the_cast_under_torch():
+    # batch 8: the input is 8 * 16 * 16 * 8 elements; under mixed_float16 the kept float32
+    # cast is a buffer of its own (4 B an element), under float32 the input itself
+    elements = 8 * 16 * 16 * 8
+    for policy, cast in (("float32", False), ("mixed_float16", True)):
+        b = estimate(graph_of(BN, batch=8, policy=policy), profile=TORCH)
+        kept = {t["name"]: t["bytes"] for t in b.peak_at["tensors"]}
+        assert kept["batch_normalization centered copy"] == elements * F32
+        assert kept.get("batch_normalization float32 input") == (elements * F32 if cast
+                                                                 else None)
+
+
+def test_sigmoid_and_softmax_outputs_keep_their_logits_under_torch():
+    entries = saved("Dense", (8,), {"activation": "softmax"}, (None, 4))
+    assert ("logits", (None, 8), "compute", "saved", 1) in under(entries, "torch")
+    assert [w for w, *_ in under(entries, "xla")] == ["input", "output"]
+    assert not any(w == "logits"
+                   for w, *_ in under(saved("Dense", (8,), {"activation": "tanh"}, (None, 4)),
+                                      "torch"))
+
+
+@pytest.mark.parametrize("layer, units, projections", [("SimpleRNN", 1, False),
+                                                       ("LSTM", 11, True), ("GRU", 10, True)])
+def test_recurrences_keep_the_python_loops_tensors_under_torch(layer, units, projections):
+    entries = under(saved(layer, (32,), {}, (None, 50, 7)), "torch")
+    assert ("steps' states and gates", (None, 50, 32), "compute", "saved", units) in entries
+    assert not any(w == "time-major input" for w, *_ in entries)  # unbound views
+    gates = {"SimpleRNN": 1, "LSTM": 4, "GRU": 3}[layer]
+    expected = [("input projections", (None, 50, gates * 32), "compute", "forward", 1),
+                ("input projection gradients", (None, 50, gates * 32), "compute",
+                 "backward", 3)] if projections else []
+    assert [e for e in entries if e[0].startswith("input projection")] == expected
+    # the last step only: the stacked outputs while the call runs
+    assert ("stacked outputs", (None, 50, 32), "compute", "forward", 1) in entries
+
+
+def test_attention_without_dropout_keeps_no_score_matrix_under_torch():
+    shapes = [(None, 20, 16), (None, 20, 16)]
+    entries = saved("MultiHeadAttention", (), {"num_heads": 2, "key_dim": 8}, shapes)
+    torch_entries = under(entries, "torch")
+    assert not any(w in ("attention probabilities", "attention scores", "score gradients")
+                   for w, *_ in torch_entries)
+    assert ("log-sum-exp", (None, 2, 20), "float32", "saved", 1) in torch_entries
+    assert any(w == "attention scores" for w, *_ in under(entries, "xla"))
+    # with dropout Keras computes the scores itself: scores, probabilities, dropped ones
+    entries = saved("MultiHeadAttention", (), {"num_heads": 2, "key_dim": 8, "dropout": 0.1},
+                    shapes)
+    names = [w for w, *_ in under(entries, "torch")]
+    assert {"attention scores", "attention probabilities", "dropped probabilities"} \
+        <= set(names)
+
+
+LAYER_CLASS = '''
+class Block(L.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.a, self.b, self.c = L.Dense(256), L.Dense(256), L.Dense(256)
+
+    def call(self, x):
+        return self.c(self.b(self.a(x)))
+
+
+model = keras.Sequential([keras.Input((256,)), Block(), L.Dense(256)])
+'''
+NESTED_MODEL = '''
+block = keras.Sequential([L.Dense(256), L.Dense(256), L.Dense(256)])
+model = keras.Sequential([keras.Input((256,)), block, L.Dense(256)])
+'''
+
+
+@pytest.mark.parametrize("body, alive", [(NESTED_MODEL, 5), (LAYER_CLASS, 3)])
+def test_only_a_models_tensor_map_holds_the_outputs_made_inside_it(body, alive):
+    # inference, batch 8: a nested model's map holds its three outputs (with the batch and
+    # the last output: five); a layer class's call() holds only what its locals name, and
+    # its output is held by the outer model's map (the batch and two outputs at a time)
+    b = estimate(graph_of(body, batch=8, mode="infer"), profile=TORCH)
+    weights = 4 * (256 * 256 + 256) * F32
+    assert exact(b) == weights + alive * 8 * 256 * F32
