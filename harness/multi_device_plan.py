@@ -279,6 +279,7 @@ def _build(config: dict, workdir: Path):
 
     keras.backend.clear_session()
     keras.config.set_dtype_policy("float32")
+    keras.config.set_image_data_format("channels_last")  # whatever the last fixture set
     keras.distribution.set_distribution(None)
     if config["keras_text"]:
         path = workdir / (re.sub(r"\W", "_", config["keras_text"]) + ".py")
