@@ -281,29 +281,23 @@ def _compile_options(target: str) -> dict:
 def _run_job(job: dict, meshes: dict):
     """Yield one result per config of ``job``: build the model under the job's dtype
     policy, compile it with its optimizer, lower and compile each (target, batch, mode)."""
-    import keras
-
-    from harness.fixture_exec import FixtureError, load_model
-    from harness.keras_step import compile_for, jax_train_step, memory_plan, random_batch
+    from harness.fixture_exec import FixtureError
+    from harness.keras_step import fixture_model, jax_train_step, memory_plan, random_batch
 
     def failed(message, configs=None):
         for config in configs or job["configs"]:
             yield {"job": job["id"], **config, "error": message}
 
-    keras.backend.clear_session()
-    keras.config.set_dtype_policy(job["precision"])
-    # a fixture that sets channels_first and fails before setting it back must not build
-    # the next job of this child channels-first
-    keras.config.set_image_data_format("channels_last")
     try:
-        model = load_model(ROOT / job["file"], job["model"])
+        model, name, options, policy, loss_scale = fixture_model(
+            ROOT / job["file"], job["model"], job["precision"], job["optimizer"])
     except FixtureError as exc:
         yield from failed(str(exc))
         return
+    except Exception as exc:  # noqa: BLE001 - a model Keras cannot compile is data
+        yield from failed(f"{type(exc).__name__}: {exc}")
+        return
     try:
-        name, options = compile_for(model, job["optimizer"])
-        policy = keras.config.dtype_policy().name
-        loss_scale = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
         x, y = random_batch(model, 2, input_shapes=job.get("input_shapes"))
         train = infer = None
         if any(c["mode"] == "train" for c in job["configs"]):

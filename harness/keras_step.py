@@ -55,6 +55,26 @@ def random_batch(model, batch: int, seed: int = 0, input_shapes=None):
     return x, (ys[0] if len(ys) == 1 else ys)
 
 
+def fixture_model(path, name: str, precision: str, optimizer: str | None) -> tuple:
+    """The fixture's model ``name`` built in a fresh Keras session under ``precision``
+    (channels-last: a fixture that set channels_first and failed before setting it back
+    must not build the next one so), compiled by :func:`compile_for`: (model, optimizer
+    name, options, dtype policy, loss scaling).  A fixture that fails raises
+    ``harness.fixture_exec.FixtureError``."""
+    import keras
+
+    from harness.fixture_exec import load_model
+
+    keras.backend.clear_session()
+    keras.config.set_dtype_policy(precision)
+    keras.config.set_image_data_format("channels_last")
+    keras.utils.set_random_seed(0)
+    model = load_model(path, name)
+    optimizer_name, options = compile_for(model, optimizer)
+    return (model, optimizer_name, options, keras.config.dtype_policy().name,
+            isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer))
+
+
 def compile_for(model, optimizer: str | None):
     """Compile with the harness optimizer (None: keep the fixture's own, Adam when it has
     none) and an MSE loss on every output; returns (optimizer name, options) for memlint."""
