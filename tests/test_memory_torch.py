@@ -224,3 +224,16 @@ def test_only_a_models_tensor_map_holds_the_outputs_made_inside_it(body, alive):
     b = estimate(graph_of(body, batch=8, mode="infer"), profile=TORCH)
     weights = 4 * (256 * 256 + 256) * F32
     assert exact(b) == weights + alive * 8 * 256 * F32
+
+
+@pytest.mark.parametrize("optimizer, copies", [("sgd", 0), ("adam", 1), ("rmsprop", 2)])
+def test_tensorflow_graph_updates_make_element_wise_temporaries(optimizer, copies):
+    # tf-graph, batch 8: at the update, the weights, the slots, every gradient, the batch,
+    # the targets and the update's temporaries (weight-sized copies: docs/tf-oracle.md)
+    b = estimate(graph_of(MLP, batch=8, optimizer=optimizer), profile=TF_GRAPH)
+    slots = {"sgd": 0, "adam": 2, "rmsprop": 1}[optimizer]
+    data = 8 * 256 * F32
+    assert moment(b, "update", "optimizer") == \
+        MLP_WEIGHTS * (1 + slots + 1 + copies) + 2 * data
+    assert update_temporary_elements(OptimizerSpec("sgd", {"momentum": 0.9}, "t"), [(4, 3)],
+                                     "graph") == 12

@@ -58,23 +58,37 @@ def is_known(name: str) -> bool:
     return name in _SLOTS
 
 
-# Keras's torch backend updates all variables at once with ``torch._foreach_*`` ops that
-# return new lists: how many weight-sized lists are alive at the deepest point of each
-# optimizer's update (keras/src/backend/torch/optimizers; Adam's ``m * alpha``,
-# ``sqrt(v)``, ``sqrt(v) + eps`` while the quotient is made).  SGD updates in place.
-_FOREACH_LISTS = {"sgd": 0, "adam": 3, "adamw": 3, "rmsprop": 3, "adagrad": 3,
-                  "adadelta": 3, "adamax": 3, "nadam": 5, "lion": 2}
-# The others update one variable at a time with element-wise ops: a few temporaries of the
-# largest variable's size.
+# The weight-sized temporaries of an update, by how the backend runs it:
+# * "foreach": Keras's torch backend updates all variables at once with ``torch._foreach_*``
+#   ops that return new lists; the count is how many lists are alive at the deepest point of
+#   each optimizer's update (keras/src/backend/torch/optimizers; Adam's ``m * alpha``,
+#   ``sqrt(v)``, ``sqrt(v) + eps`` while the quotient is made); SGD updates in place;
+# * "graph": TensorFlow's graph executor runs each variable's update as element-wise ops with
+#   no order between variables (Keras's optimizers in graph mode); the count is per trainable
+#   element, the larger of what one and two Dense variables measured (docs/tf-oracle.md).
+_TEMPORARIES = {
+    "foreach": {"sgd": 0, "adam": 3, "adamw": 3, "rmsprop": 3, "adagrad": 3, "adadelta": 3,
+                "adamax": 3, "nadam": 5, "lion": 2},
+    "graph": {"sgd": 0, "adam": 1, "adamw": 2, "rmsprop": 2, "adagrad": 1},
+}
+# Optimizers not listed: under "foreach", Keras updates them one variable at a time with
+# element-wise ops (a few temporaries of the largest variable); under "graph", two per
+# element.
 _PER_VARIABLE_TEMPORARIES = 3
+_GRAPH_OTHERS = 2
 
 
-def update_temporary_elements(spec: OptimizerSpec, trainable_shapes: list) -> int:
-    """Elements of the temporaries an eager (torch) update makes at its deepest point."""
+def update_temporary_elements(spec: OptimizerSpec, trainable_shapes: list,
+                              schedule: str = "foreach") -> int:
+    """Elements of the temporaries an update run as ``schedule`` makes at its deepest."""
     sizes = [prod(s) if s else 1 for s in trainable_shapes]
     if not sizes:
         return 0
-    lists = _FOREACH_LISTS.get(spec.name)
+    lists = _TEMPORARIES[schedule].get(spec.name)
+    if schedule == "graph":
+        if spec.name == "sgd" and spec.options.get("momentum"):
+            lists = 1  # the velocity's products
+        return (_GRAPH_OTHERS if lists is None else lists) * sum(sizes)
     if lists is not None:
         return lists * sum(sizes)
     return _PER_VARIABLE_TEMPORARIES * max(sizes)

@@ -15,8 +15,9 @@ that differ between backends (docs/memory-model-v2.md has the measurements behin
 * ``tf-graph`` -- TensorFlow graph mode (``tf.function``, Keras 2, Keras 3 on TensorFlow with
   ``jit_compile=False``): every gradient is materialised before the optimizer applies them;
   element-wise kernels forward a dying input's buffer (TensorFlow's ``forward_input``); a
-  ReLU keeps its output (``ReluGrad`` reads it); the BFC allocator rounds every buffer up to
-  256 bytes (fragmentation not modelled).
+  ReLU keeps its output (``ReluGrad`` reads it); the update's element-wise ops make
+  weight-sized temporaries (measured with TensorFlow's BFC allocator on the CPU); the BFC
+  allocator rounds every buffer up to 256 bytes (fragmentation not modelled).
 * ``torch`` -- Keras 3 on PyTorch, eager: autograd keeps each op's saved tensors; a
   Functional or Sequential model holds every layer output until its call returns (Keras's
   tensor map); the last step's gradients stay in ``.grad`` until the forward is done
@@ -54,8 +55,9 @@ class Profile:
     # the last step's gradients are still in .grad while the forward runs (Keras's torch
     # train step clears them after the forward)
     grads_during_forward: bool = False
-    # the optimizer's update makes weight-sized temporaries (torch._foreach_* lists)
-    update_temporaries: bool = False
+    # the optimizer's update makes weight-sized temporaries: "foreach" (torch._foreach_*
+    # lists), "graph" (TensorFlow's executor, each variable's element-wise ops), "" none
+    update_temporaries: str = ""
     # window pooling of channels-last data returns a channels-first tensor seen
     # channels-last (Keras's torch backend): a Flatten or Reshape of it is a copy
     pooled_outputs_strided: bool = False
@@ -68,7 +70,9 @@ class Profile:
 TF_GRAPH = Profile(
     name="tf-graph", title="TensorFlow graph mode, BFC allocator", round_bytes=256,
     inplace_elementwise=True, weight_gradients="kept", sign="output",
+    update_temporaries="graph",
     notes=("every gradient materialised before the update",
+           "the update's element-wise temporaries: one or two weight-sized copies",
            "each buffer rounded up to 256 B by the BFC allocator",
            "fragmentation not modelled"))
 
@@ -85,7 +89,7 @@ XLA = Profile(
 TORCH = Profile(
     name="torch", title="Keras 3 on PyTorch, eager, caching allocator", round_bytes=512,
     inplace_elementwise=False, weight_gradients="kept", sign="output", framework_reserve=0,
-    forward_keeps_outputs=True, grads_during_forward=True, update_temporaries=True,
+    forward_keeps_outputs=True, grads_during_forward=True, update_temporaries="foreach",
     pooled_outputs_strided=True,
     notes=("autograd keeps every tensor a backward function needs",
            "a Functional or Sequential model holds every layer output until its call returns",

@@ -315,7 +315,8 @@ class Walk:
             if self.profile.update_temporaries:
                 shapes = [w.shape for layer in layers for w in layer.weights if w.trainable]
                 temporaries = self.alloc(
-                    0, update_temporary_elements(self.setup.optimizer, shapes)
+                    0, update_temporary_elements(self.setup.optimizer, shapes,
+                                                 self.profile.update_temporaries)
                     * prec.variable_bytes, "scratch", "the update's temporaries")
             self.event("update", "optimizer")
             self.release(temporaries)
