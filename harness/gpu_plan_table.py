@@ -212,16 +212,20 @@ def markdown(data: dict, key: str = CURRENT) -> str:
                    f"{r.get('params', 0):,} | {r['plan']['peak']:,} | {r['plan']['argument']:,} | "
                    f"{r['plan']['temp']:,} | {r[key]['peak']:,} | "
                    f"{_signed(error(r, key))} | {_signed(a)} | {_signed(b)} |")
-    failed = [r for r in rows if "error" in r]
-    if failed:
-        out.append("")
-        models = {(r["fixture"], r["model"]) for r in failed}
-        out.append(f"{len(failed)} rows ({len(models)} models) did not compile; the reasons "
-                   "(first line, per model):")
-        out.append("")
-        reasons: dict = {}
-        for r in failed:
-            reasons.setdefault((r["fixture"], r["model"]), r["error"].splitlines()[0][:160])
-        for (fixture, model), reason in sorted(reasons.items()):
-            out.append(f"* `{fixture.removeprefix('fixtures/')}::{model}`: {reason}")
+    out += failure_lines(rows, "did not compile; the reasons (first line, per model)", 160)
     return "\n".join(out)
+
+
+def failure_lines(rows: list, what: str, width: int = 140) -> list:
+    """Markdown lines for the rows with an error: a count, then the first line of the error
+    of each model (none when every row has a result)."""
+    failed = [r for r in rows if "error" in r]
+    if not failed:
+        return []
+    reasons: dict = {}
+    for r in failed:
+        reasons.setdefault((r["fixture"], r["model"]), r["error"].splitlines()[0][:width])
+    out = ["", f"{len(failed)} rows ({len(reasons)} models) {what}:", ""]
+    for (fixture, model), reason in sorted(reasons.items()):
+        out.append(f"* `{fixture.removeprefix('fixtures/')}::{model}`: {reason}")
+    return out

@@ -528,6 +528,8 @@ def _mib(n: int) -> str:
 
 
 def markdown(spec: Spec, data: dict) -> str:
+    from harness.gpu_plan_table import failure_lines
+
     meta, rows = data["meta"], data["rows"]
     v = meta.get("versions") or {}
     compared = f"its parts without the {ROUNDING}" if spec.exact else "its peak as reported"
@@ -558,15 +560,8 @@ def markdown(spec: Spec, data: dict) -> str:
                    f"{_mib(r['oracle']['peak'])} | {r['oracle'].get('peak_phase', '')} | "
                    f"{_mib(r['memlint']['peak'])} | {_pct(r['relative_error'])} | "
                    f"{', '.join(_mib(b) for b in o.values())} | {parts} |")
-    failed = [r for r in rows if "error" in r]
-    if failed:
-        reasons: dict = {}
-        for r in failed:
-            reasons.setdefault((r["fixture"], r["model"]), r["error"].splitlines()[0][:140])
-        out += ["", f"{len(failed)} rows ({len(reasons)} models) did not run under the "
-                f"{spec.name} backend (first line of the error, per model):", ""]
-        for (fixture, model), reason in sorted(reasons.items()):
-            out.append(f"* `{fixture.removeprefix('fixtures/')}::{model}`: {reason}")
+    out += failure_lines(rows, f"did not run under the {spec.name} backend (first line of the "
+                               "error, per model)")
     return "\n".join(out)
 
 

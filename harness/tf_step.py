@@ -31,12 +31,8 @@ counted).  docs/tf-oracle.md has the comparison.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the repository on the path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness import step_oracle  # noqa: E402
+from harness import step_oracle
 
 ALIGN = 256  # the BFC allocator's smallest unit: every allocation is a multiple of it
 DEVICE = "CPU:0"

@@ -36,12 +36,8 @@ import gc
 import sys
 import time
 import weakref
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the repository on the path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness import step_oracle  # noqa: E402
+from harness import step_oracle
 
 # What holds a storage alive when the step starts (the baseline), and what the step makes.
 BASELINE_KINDS = ("weights", "optimizer", "previous gradients", "metrics", "input batch",
