@@ -465,12 +465,13 @@ def ok_rows(rows: list) -> list:
 
 
 def sample(rows: list, count: int, day: _dt.date | None = None,
-           max_seconds: float | None = None) -> list:
+           max_peak: int | None = None) -> list:
     """``count`` measured rows chosen by the date (the same rows all day), at most one per
-    fixture; with ``max_seconds``, only rows whose measurement took at most that long."""
+    fixture; with ``max_peak``, only rows whose oracle peak is at most that many bytes (the
+    work of measuring a step again grows with what it holds)."""
     rng = random.Random((day or today()).toordinal())
     ok = [r for r in rows if "oracle" in r and "error" not in r
-          and (max_seconds is None or r.get("seconds", 0) <= max_seconds)]
+          and (max_peak is None or r["oracle"]["peak"] <= max_peak)]
     rng.shuffle(ok)
     chosen, fixtures = [], set()
     for row in ok:

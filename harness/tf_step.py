@@ -12,9 +12,10 @@ TensorFlow runs one op at a time (``inter_op`` and ``intra_op`` parallelism 1), 
 meta optimizer is off: it rewrites the traced graph under a time budget, so on a busy machine
 the same step's peak moved by up to a quarter from one process to the next (44.4 vs 56.3 MiB
 for ``transformer_text_classifier`` at batch 32, two processes at once); without it the graph
-is the one Keras traced, and a step measured again in another process came within 3% of
-the first (the cause of what remains, the allocator's chunks or the order of independent
-ops, was not isolated).  The fixture's model is compiled as the other oracles compile it;
+is the one Keras traced.  It is still not exact: 12 stored steps measured again in another
+process moved by a median 5.0% and at most 26.6% (the state is exact; the cause, the
+allocator's chunks or the order of independent ops, was not isolated), so one figure is
+good to about a tenth.  The fixture's model is compiled as the other oracles compile it;
 Keras resolves ``jit_compile`` to False on a CPU, so the step is a graph without XLA.  The
 batch and targets are made tensors first; a first ``train_on_batch`` traces the step and
 builds the optimizer's slots; the allocator's peak is reset and the second is measured.

@@ -12,8 +12,9 @@ docs/tf-oracle.md).
 * The measuring methods are checked on one Dense layer trained with SGD: for torch every
   tensor alive at the peak follows from what autograd holds (sizes computed by hand below);
   for TensorFlow the allocator's figures must repeat and return to the start.
-* A rotating sample of stored rows (3 a day per backend, chosen by the date, among the quick
-  ones) is measured again: the peaks must equal the stored ones exactly.
+* A rotating sample of stored rows (3 a day per backend, chosen by the date, among those of at
+  most 64 MiB) is measured again: torch's figures must equal the stored ones exactly,
+  TensorFlow's state too and its peak within 35% (its figures move between processes).
   The last two need the backend: skipped without it, unless MEMLINT_REQUIRE_EXPORTERS=1
   (torch) or MEMLINT_REQUIRE_ORACLE=1 (TensorFlow) is set, as CI sets them.
 """
@@ -29,9 +30,11 @@ from harness import step_oracle, tf_step, torch_step
 from tests.conftest import require_modules
 
 SAMPLE_SIZE = 3
-SAMPLE_MAX_SECONDS = 8.0  # rows whose stored measurement took at most this
+SAMPLE_MAX_PEAK = 64 * 2**20  # rows whose stored peak is at most this many bytes
 F32 = 4
-TF_PEAK_TOLERANCE = 0.05  # measured again in another process: within 3% (docs/tf-oracle.md)
+# 12 stored TF steps measured again in another process moved by a median 5.0%, at most
+# 26.6% (docs/tf-oracle.md): the check catches a broken method, not a small drift
+TF_PEAK_TOLERANCE = 0.35
 SPECS = {"torch": torch_step.SPEC, "tensorflow": tf_step.SPEC}
 DOCS = {"torch": step_oracle.ROOT / "docs" / "torch-oracle.md",
         "tensorflow": step_oracle.ROOT / "docs" / "tf-oracle.md"}
@@ -93,7 +96,7 @@ def test_stored_data_is_consistent(spec, stored):
             assert o["peak"] == o["state"] + o["extra_peak"]
             assert o["state"] == sum(o["state_parts"].values())
             assert o["extra_peak"] >= 0
-    assert "/work/" not in spec.data.read_text(encoding="utf-8")
+    assert str(step_oracle.ROOT) not in spec.data.read_text(encoding="utf-8")  # no local path
     assert meta["figures"] == step_oracle.figures(stored)
 
 
@@ -157,12 +160,12 @@ def test_docs_quote_the_stored_figures(spec, stored):
 def test_rotating_sample_is_deterministic_per_day(stored):
     rows = stored["rows"]
     day = dt.date(2026, 3, 1)
-    first = step_oracle.sample(rows, SAMPLE_SIZE, day, SAMPLE_MAX_SECONDS)
-    assert first == step_oracle.sample(rows, SAMPLE_SIZE, day, SAMPLE_MAX_SECONDS)
+    first = step_oracle.sample(rows, SAMPLE_SIZE, day, SAMPLE_MAX_PEAK)
+    assert first == step_oracle.sample(rows, SAMPLE_SIZE, day, SAMPLE_MAX_PEAK)
     assert len(first) == SAMPLE_SIZE
     assert len({r["fixture"] for r in first}) == SAMPLE_SIZE
     others = [step_oracle.sample(rows, SAMPLE_SIZE, day + dt.timedelta(days=n),
-                                 SAMPLE_MAX_SECONDS) for n in (1, 2)]
+                                 SAMPLE_MAX_PEAK) for n in (1, 2)]
     assert any(o != first for o in others)
 
 
@@ -231,10 +234,10 @@ def test_tf_method_on_one_dense_layer():
 def test_rotating_sample_measures_the_stored_peaks(spec, stored):
     """Today's sample measured again: the same figures (see the tolerance below)."""
     require(spec.name)
-    chosen = step_oracle.sample(stored["rows"], SAMPLE_SIZE, max_seconds=SAMPLE_MAX_SECONDS)
+    chosen = step_oracle.sample(stored["rows"], SAMPLE_SIZE, max_peak=SAMPLE_MAX_PEAK)
     fresh = step_oracle.remeasure(spec, chosen)
     # torch: every figure equal; TensorFlow: the state equal, the peak within
-    # TF_PEAK_TOLERANCE (another process's step came within 3%: docs/tf-oracle.md)
+    # TF_PEAK_TOLERANCE (TensorFlow's figures move between processes: docs/tf-oracle.md)
     keys = ("baseline", "extra_peak", "peak", "at_peak", "peak_phase") if spec.exact \
         else ("state",)
     off = []
