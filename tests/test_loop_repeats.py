@@ -98,11 +98,12 @@ for step in range(30_000):
 
 
 def test_an_inner_loop_that_only_repeated_stops_early_when_its_outer_loop_runs_it_again():
+    """The inner loop reads its variable, so it never reaches a fixed point (below)."""
     source = HEADER + MODELS + """
 for epoch in range(3):
     disc.fit(np.zeros((64, 784)), np.zeros((64, 1)), batch_size=16)
     for i in range(100):
-        disc.predict(np.zeros((1, 784)))
+        disc.predict(np.zeros((1, 784)) + i)
 """ + AFTER
     result = analyze_source(source, "nested.py")
     [message] = limits(result)
@@ -145,3 +146,90 @@ for step in range(30000):
     for name in ("last", "loss", "losses", "step"):
         assert isinstance(interp.globals[name], Unknown), name
     assert interp.globals["x_train"].shape == (64, 784)  # only read: still known
+
+
+# ---------------------------------------------------------------------- fixed points
+
+GENERATION = HEADER + MODELS + """
+def sample(preds, temperature):
+    preds = np.log(preds) / temperature
+    return np.argmax(np.random.multinomial(1, preds, 1))
+
+x = np.zeros((512, 784))
+y = np.zeros((512, 1))
+for epoch in range(40):
+    disc.fit(x, y, batch_size=128, epochs=1)
+    print("epoch", epoch)
+    for diversity in [0.2, 0.5, 1.0, 1.2]:
+        sentence = "seed"
+        for i in range(400):
+            x_pred = np.zeros((1, 784))
+            preds = disc.predict(x_pred, verbose=0)[0]
+            sentence = sentence[1:] + str(sample(preds, diversity))
+last = keras.Sequential([keras.Input((8,)), layers.Dense(epoch + int(diversity * 10))])
+""" + AFTER
+
+
+def test_a_loop_that_only_repeats_itself_ends_at_its_fixed_point_with_nothing_lost():
+    """Every iteration repeats the model calls and leaves every value as the previous one
+    did, and nothing that runs reads the loop variables: the rest would do the same."""
+    result = analyze_source(GENERATION, "generate.py")
+    assert limits(result) == []  # nothing is lost, so nothing is noted
+    assert result.work["loop_iterations"] <= 4  # not 40 x 4 x 400
+    assert result.work["steps"] < 5_000
+    assert len(result.models) == 4
+    assert result.models[1].setup.batch_size == 128
+    assert result.models[2].layers[-1].output_shape == (None, 51)  # epoch 39, diversity 1.2
+
+
+def test_a_loop_stopped_at_its_fixed_point_leaves_its_variable_at_the_last_item():
+    import libcst as cst
+
+    from memlint.frontends.keras.interpreter import Interpreter
+    from memlint.frontends.keras.state import FileState
+
+    state = FileState("generate.py")
+    interp = Interpreter(cst.parse_module(GENERATION), state, slicing=True)
+    interp.run()
+    assert interp.globals["epoch"] == 39 and interp.globals["diversity"] == 1.2
+    assert interp.globals["i"] == 399
+
+
+def test_a_loop_whose_variable_is_read_runs_to_its_end():
+    """``if epoch == 30: ...`` may do something new late: no fixed point is assumed."""
+    source = HEADER + MODELS + """
+x = np.zeros((512, 784))
+for epoch in range(40):
+    disc.fit(x, np.zeros((512, 1)), batch_size=128)
+    if epoch == 30:
+        late = keras.Sequential([keras.Input((4,)), layers.Dense(2)])
+"""
+    result = analyze_source(source, "late.py")
+    assert result.work["loop_iterations"] == 40
+    assert len(result.models) == 3  # the model of the 31st epoch
+
+
+def test_a_loop_variable_a_function_of_the_file_reads_is_live():
+    source = HEADER + MODELS + """
+def batch():
+    return 64 if epoch < 30 else 128
+
+x = np.zeros((512, 784))
+for epoch in range(40):
+    disc.fit(x, np.zeros((512, 1)), batch_size=batch())
+"""
+    result = analyze_source(source, "closure.py")
+    assert result.work["loop_iterations"] == 40
+
+
+def test_a_loop_that_changes_a_value_each_iteration_runs_to_its_end():
+    source = HEADER + MODELS + """
+x = np.zeros((512, 784))
+seen = []
+for epoch in range(40):
+    disc.fit(x, np.zeros((512, 1)), batch_size=128)
+    seen.append(1)
+disc.fit(np.zeros((len(seen), 784)), np.zeros((len(seen), 1)), batch_size=len(seen))
+"""
+    result = analyze_source(source, "grows.py")
+    assert result.work["loop_iterations"] == 40

@@ -21,7 +21,8 @@ from memlint.frontends.keras import calls, classes, devices, plain_objects, star
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
-from memlint.frontends.keras.loop_progress import ProgressWatch, forget_after_stop
+from memlint.frontends.keras.loop_progress import (FixedPointWatch, ProgressWatch,
+                                                   forget_after_stop)
 from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slicer import Slicer
@@ -159,6 +160,7 @@ class Interpreter(ExpressionEvaluator):
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
         self.model_changing_loops: dict = {}  # id(loop) -> whether it may change a model
         self.repeating_loops: set = set()  # ids of loops stopped for repeating (loop_repeats.py)
+        self.file_closure: Optional[set] = None  # names functions of the file read (lazily)
         self._capture_depth = -1  # call depth of the generator run by first_yield
         # with ``slicing``: what nothing the models depend on reads is skipped (slicing.py)
         self.slicer = Slicer(self, enabled=slicing)
@@ -498,6 +500,7 @@ class Interpreter(ExpressionEvaluator):
         count = 0
         broke = False
         watch = RepeatWatch(self, stmt)
+        fixed = FixedPointWatch(self, stmt)
         total = len(items)
         for item in items:
             count += 1
@@ -515,9 +518,13 @@ class Interpreter(ExpressionEvaluator):
                 if ctl.kind == "break":
                     broke = True
                     break
-            if self._stop_repeating(stmt, count, total - count, self.steps - start,
-                                    watch.end()):
+            streak = watch.end()
+            if self._stop_repeating(stmt, count, total - count, self.steps - start, streak):
                 return
+            if count < total and fixed.reached(streak):
+                # the rest would repeat this iteration exactly (loop_progress.py)
+                self.assign(stmt.target, items[-1])
+                break
         if not broke:
             self._note_uniform(stmt, count, watch.streak)
         if not broke and stmt.orelse is not None:

@@ -13,13 +13,23 @@ What the loop binds, stores into, or calls methods of (containers, plain objects
 becomes unknown (the real program went on changing it), a MEM903 note says where, and the
 analysis goes on after the loop.  Only the first ``CHECKED`` iterations are compared: a loop that changes
 something in each of them is making progress.
+
+A ``for`` loop can reach such a fixed point too (:class:`FixedPointWatch`): a training loop
+whose iterations only repeat model calls already recorded, and leave every value memlint knows
+as the previous iteration left it, would do the same in every iteration still to come,
+provided nothing that runs reads the loop's own variable (which alone changes).  Such a loop
+ends there, with its variable bound to the last item, exactly as running it out would leave
+it: nothing is lost, so no note is made.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
+import libcst as cst
+
 from memlint.frontends.keras.plain_objects import PlainObject
+from memlint.frontends.keras.slice_scan import target_names
 from memlint.frontends.keras.values import Array, Ref, UserFunction
 from memlint.layers.base import Unknown
 
@@ -46,22 +56,109 @@ class ProgressWatch:
         return stalled
 
     def _snapshot(self) -> Optional[tuple]:
-        interp, state = self.interp, self.interp.state
-        budget = [_INSPECTED]
-        scopes = [interp.scope, *interp.outer, interp.globals]
-        seen: set = set()
-        parts = []
-        for scope in scopes:
-            if id(scope) in seen:
-                continue
-            seen.add(id(scope))
-            parts.append(_key(scope, budget, 0))
+        state = self.interp.state
         usage = sum(len(records) for model in [*state.models, *state.imported_models]
                     for records in getattr(model, "usage", {}).values())
-        parts.append((len(state.models), sum(state._name_counts.values()),
-                      len(state.diagnostics), len(state.memory_caps), usage))
-        snapshot = tuple(parts)
-        return None if budget[0] < 0 else snapshot
+        found = snapshot(self.interp)
+        return None if found is None else (*found, usage)
+
+
+class FixedPointWatch:
+    """One run of a ``for`` loop: :meth:`reached` after each iteration says whether the loop
+    has reached a fixed point (see the module's docstring)."""
+
+    def __init__(self, interp, stmt: cst.For):
+        self.interp = interp
+        self.target = _dead_target(interp, stmt)  # None: the body may read it
+        self._previous: Optional[tuple] = None
+        self._compared = 0
+
+    def reached(self, streak: int) -> bool:
+        """``streak``: iterations in a row that only repeated model calls (loop_repeats.py),
+        this one included.  True when this iteration also left every value as it found it."""
+        if self.target is None or self._compared >= CHECKED or streak < 1:
+            self._previous = None
+            return False
+        # model calls that repeat records already kept change nothing that is read
+        # (every use of a model's calls reads the first of each method): not compared
+        found = snapshot(self.interp, exclude=self.target)
+        same = found is not None and found == self._previous
+        if self._previous is not None:
+            self._compared += 1
+        self._previous = found
+        return same
+
+
+def snapshot(interp, exclude: frozenset = frozenset()) -> Optional[tuple]:
+    """What memlint knows of every scope (``exclude``: names left out) and of the analysis's
+    state, as a comparable value; None when that is more than ``_INSPECTED`` values."""
+    state = interp.state
+    budget = [_INSPECTED]
+    scopes = [interp.scope, *interp.outer, interp.globals]
+    seen: set = set()
+    parts = []
+    for scope in scopes:
+        if id(scope) in seen:
+            continue
+        seen.add(id(scope))
+        kept = {name: value for name, value in scope.items() if name not in exclude} \
+            if exclude else scope
+        parts.append(_key(kept, budget, 0))
+    settings = tuple((name, _shallow(value)) for name, value in vars(state).items()
+                     if name not in _WORK_COUNTERS)
+    parts.append((settings, tuple(vars(state.context).items()),
+                  sum(state._name_counts.values())))
+    return None if budget[0] < 0 else tuple(parts)
+
+
+# what the analysis spent, and notes made again (each distinct note is one more diagnostic)
+_WORK_COUNTERS = frozenset({"allocated", "created", "unresolved"})
+
+
+def _dead_target(interp, stmt: cst.For) -> Optional[frozenset]:
+    """The names a ``for`` loop binds, when no statement of its body that runs reads them
+    and no function or class of the file does; otherwise None."""
+    names = target_names(stmt.target)
+    if not names or _stores_elsewhere(stmt.target):
+        return None
+    scanner = interp.slicer.scanner
+    read = _running_reads(scanner, stmt.body.body, interp.skips)
+    closure = interp.file_closure
+    if closure is None:
+        closure = interp.file_closure = set().union(
+            *(scanner.summary(s).closure for s in interp.module.body))
+    return None if names & (read | closure) else frozenset(names)
+
+
+def _stores_elsewhere(target) -> bool:
+    """Whether a loop target stores into an attribute or element (``for self.i in``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_stores_elsewhere(el.value) for el in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _stores_elsewhere(target.value)
+    return not isinstance(target, cst.Name)
+
+
+def _running_reads(scanner, body, skips: frozenset) -> set:
+    """The names the statements of ``body`` that are not skipped (slicing.py) read, with
+    the free names of functions they define."""
+    reads: set = set()
+    for stmt in body:
+        if id(stmt) in skips:
+            continue
+        if isinstance(stmt, (cst.For, cst.While, cst.If)):
+            header = scanner.expression(stmt.iter if isinstance(stmt, cst.For) else stmt.test)
+            reads |= header.reads | header.closure
+            reads |= _running_reads(scanner, stmt.body.body, skips)
+            orelse = stmt.orelse
+            if isinstance(orelse, cst.If):
+                reads |= _running_reads(scanner, [orelse], skips)
+            elif orelse is not None:
+                reads |= _running_reads(scanner, orelse.body.body, skips)
+        else:
+            summary = scanner.summary(stmt)
+            reads |= summary.reads | summary.closure
+    return reads
 
 
 def _key(value: Any, budget: list, depth: int) -> Any:
