@@ -75,8 +75,34 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _help_width() -> int:
+    """The width argparse gives help text (the terminal's columns less 2), found as
+    ``shutil.get_terminal_size`` finds it but without importing ``shutil`` (and the
+    compression modules it brings): argparse asks at every ``add_argument`` of every run."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns if columns > 0 else 80) - 2
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         _help_width() if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors on one line (exit code 2)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)

@@ -6,9 +6,11 @@ time, which every run of the pre-commit hook pays, although a run uses few of th
 ``record`` takes the same arguments and gives the same class (a real dataclass: ``fields``,
 ``replace``, ``asdict``, ``is_dataclass`` work) with the same behaviour:
 
-* ``__init__`` is compiled the first time the class is instantiated (the same signature,
-  defaults, ``default_factory`` calls, ``__post_init__`` call, and for frozen classes
-  assignment through ``object.__setattr__``);
+* ``__init__`` binds its arguments in plain Python for the first ``COMPILE_AFTER`` objects
+  of the class, and is compiled after that (the same signature, defaults, ``default_factory``
+  calls, ``__post_init__`` call, and for frozen classes assignment through
+  ``object.__setattr__``): most classes make a few objects per run, where compiling cost more
+  than it saved;
 * ``__repr__``, ``__eq__``, ``__hash__`` (frozen classes) and the frozen ``__setattr__`` /
   ``__delattr__`` are functions shared by every record: the same text, the same comparison
   of the fields' tuples, the same ``FrozenInstanceError``.
@@ -33,6 +35,8 @@ def record(cls=None, /, **options):
             return dataclasses.dataclass(cls, **options)
         eq, frozen = options.get("eq", True), options.get("frozen", False)
         own = cls.__dict__
+        if not own.get("__doc__"):  # dataclass would ask inspect.signature for one
+            cls.__doc__ = f"{cls.__name__}({', '.join(own.get('__annotations__', ()))})"
         made = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
         fields = dataclasses.fields(made)  # ClassVar and InitVar pseudo-fields left out
         others = set(made.__dataclass_fields__) - {f.name for f in fields}
@@ -57,13 +61,70 @@ def record(cls=None, /, **options):
 
 # ---------------------------------------------------------------------- __init__, when used
 
+COMPILE_AFTER = 32  # objects of a class made before its ``__init__`` is compiled
+
+
 def _deferred_init(cls, frozen: bool):
+    made = 0
+    fields = None
+
     def __init__(self, *args, **kwargs):
-        real = _compile_init(cls, frozen)
-        cls.__init__ = real
-        real(self, *args, **kwargs)
+        nonlocal made, fields
+        made += 1
+        if made > COMPILE_AFTER:
+            real = _compile_init(cls, frozen)
+            cls.__init__ = real
+            real(self, *args, **kwargs)
+            return
+        if fields is None:
+            fields = _init_fields(cls)
+        _bind(self, fields, args, kwargs, frozen)
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
+
+
+def _init_fields(cls) -> tuple:
+    """``(name, default, factory)`` per parameter of the generated ``__init__``, and whether
+    the class has ``__post_init__``."""
+    fields = tuple((f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))
+    return fields, hasattr(cls, "__post_init__")
+
+
+def _bind(self, spec: tuple, args: tuple, kwargs: dict, frozen: bool) -> None:
+    """What the compiled ``__init__`` does, and the same errors for bad arguments."""
+    fields, post_init = spec
+    if len(args) > len(fields):
+        raise TypeError(f"__init__() takes {len(fields) + 1} positional arguments but "
+                        f"{len(args) + 1} were given")
+    missing = []
+    values = []
+    used = 0  # keyword arguments bound
+    for index, (name, default, factory) in enumerate(fields):
+        if index < len(args):
+            if name in kwargs:
+                raise TypeError(f"__init__() got multiple values for argument {name!r}")
+            values.append(args[index])
+        elif name in kwargs:
+            values.append(kwargs[name])
+            used += 1
+        elif default is not dataclasses.MISSING:
+            values.append(default)
+        elif factory is not dataclasses.MISSING:
+            values.append(_NO_ARGUMENT)
+        else:
+            missing.append(name)
+    if used < len(kwargs):
+        known = {name for name, _, _ in fields}
+        unexpected = next(key for key in kwargs if key not in known)
+        raise TypeError(f"__init__() got an unexpected keyword argument {unexpected!r}")
+    if missing:
+        raise TypeError(f"__init__() missing {len(missing)} required argument(s): "
+                        + ", ".join(repr(name) for name in missing))
+    set_field = object.__setattr__ if frozen else setattr
+    for (name, _, factory), value in zip(fields, values):
+        set_field(self, name, factory() if value is _NO_ARGUMENT else value)
+    if post_init:
+        self.__post_init__()
 
 
 _NO_ARGUMENT = object()  # a default_factory field's default in the generated signature

@@ -93,19 +93,37 @@ def test_a_record_that_holds_itself_prints():
     assert texts[0] == texts[1] == "Node(value=1, parent=...)"
 
 
+@pytest.mark.parametrize("compile_after", [0, 10_000], ids=["compiled", "bound in Python"])
 @pytest.mark.parametrize("frozen", [False, True])
-def test_the_deferred_init_takes_what_dataclasses_init_takes(frozen):
+def test_the_deferred_init_takes_what_dataclasses_init_takes(frozen, compile_after,
+                                                             monkeypatch):
+    import memlint.records
+
+    monkeypatch.setattr(memlint.records, "COMPILE_AFTER", compile_after)
     reference, ours = pair(frozen=frozen)
     for cls in (reference, ours):
         point = cls(x=4, tags=[7])
         assert (point.x, point.y, point.tags, point.hidden) == (4, None, [7], 0)
+        point = cls(4, "b", hidden=3)
+        assert (point.x, point.y, point.tags, point.hidden) == (4, "b", [], 3)
         assert cls(1).tags is not cls(1).tags  # a fresh list per object
-        with pytest.raises(TypeError):
-            cls()
-        with pytest.raises(TypeError):
-            cls(1, "a", [], 0, "too many")
-        with pytest.raises(TypeError):
-            cls(1, nope=2)
+        for bad_args, bad_kwargs in [((), {}), ((1, "a", [], 0, "too many"), {}),
+                                     ((1,), {"nope": 2}), ((1,), {"x": 2}),
+                                     ((), {"y": "a"}), ((1,), {"hidden": 1, "nope": 2})]:
+            with pytest.raises(TypeError):
+                cls(*bad_args, **bad_kwargs)
+    assert "__init__" in ours.__dict__
+
+
+def test_a_class_is_compiled_after_its_first_objects():
+    import memlint.records
+
+    _, ours = pair()
+    first = ours.__init__
+    points = [ours(i) for i in range(memlint.records.COMPILE_AFTER + 1)]
+    assert ours.__init__ is not first  # compiled
+    assert [p.x for p in points] == list(range(len(points)))
+    assert ours(5, "c").y == "c"
 
 
 def test_post_init_runs_and_subclasses_get_their_own_fields():

@@ -47,6 +47,25 @@ def test_checking_a_python_file_imports_no_onnx_yaml_or_other_reporters(tmp_path
     unwanted = {m for m in modules if m.split(".")[0] in ("onnx", "yaml", "onnxruntime")
                 or m.startswith("memlint.frontends.onnx") or m in OTHER_REPORTERS}
     assert unwanted == set()
+    # argparse's help width without shutil (and the compression modules it imports)
+    assert not modules & {"shutil", "bz2", "lzma"}
+
+
+def test_help_is_wrapped_as_argparse_wraps_it(monkeypatch):
+    import argparse
+
+    from memlint import cli
+
+    def check_help(columns: str) -> str:
+        monkeypatch.setenv("COLUMNS", columns)
+        parser = cli.build_parser("check")
+        [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return commands.choices["check"].format_help()
+
+    ours = {columns: check_help(columns) for columns in ("50", "120")}
+    assert len(ours["50"].splitlines()) > len(ours["120"].splitlines())  # COLUMNS is heard
+    monkeypatch.setattr(cli, "_Formatter", argparse.HelpFormatter)  # argparse's own width
+    assert ours == {columns: check_help(columns) for columns in ("50", "120")}
 
 
 def test_gpu_names_sizes_and_dataset_facts_need_no_yaml_parser_once_snapshotted(tmp_path):

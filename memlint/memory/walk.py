@@ -91,6 +91,8 @@ class Buffer:
 
 @record
 class _Tensor:
+    """One tensor of the walk: its buffer, and what still holds it alive."""
+
     buf: Buffer
     uses: int = 0  # forward consumers still to run
     holds: int = 0

@@ -99,6 +99,8 @@ class SuperCall:
 
 @record
 class SuperProxy:
+    """What ``super()`` evaluates to inside a method of a class of the file."""
+
     obj: ClassObject
 
 
