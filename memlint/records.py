@@ -31,32 +31,59 @@ _HANDLED = {"frozen", "eq"}
 def record(cls=None, /, **options):
     """``@record``, ``@record(frozen=True)``, ``@record(eq=False)``: as ``@dataclass``."""
     def wrap(cls):
-        if set(options) - _HANDLED:
-            return dataclasses.dataclass(cls, **options)
+        if set(options) - _HANDLED or _needs_dataclass(cls):
+            return dataclasses.dataclass(cls, **options)  # the rare cases: dataclass's own
         eq, frozen = options.get("eq", True), options.get("frozen", False)
         own = cls.__dict__
         if not own.get("__doc__"):  # dataclass would ask inspect.signature for one
             cls.__doc__ = f"{cls.__name__}({', '.join(own.get('__annotations__', ()))})"
-        made = dataclasses.dataclass(cls, init=False, repr=False, eq=False)
-        fields = dataclasses.fields(made)  # ClassVar and InitVar pseudo-fields left out
-        others = set(made.__dataclass_fields__) - {f.name for f in fields}
-        if any(f.kw_only is True for f in fields) or any(
-                "InitVar" in str(made.__annotations__.get(name, "")) for name in others):
-            return dataclasses.dataclass(cls, **options)  # the rare cases: dataclass's own
+        cls.__dataclass_fields__ = _PendingFields(cls)
+        _RECORDS.add(cls)
         if "__init__" not in own:
-            made.__init__ = _deferred_init(made, frozen)
+            cls.__init__ = _deferred_init(cls, frozen)
         if "__repr__" not in own:
-            made.__repr__ = _fields_repr
+            cls.__repr__ = _fields_repr
         if eq and "__eq__" not in own:
-            made.__eq__ = _fields_eq
+            cls.__eq__ = _fields_eq
             if "__hash__" not in own:
-                made.__hash__ = _fields_hash if frozen else None  # as dataclass decides
+                cls.__hash__ = _fields_hash if frozen else None  # as dataclass decides
         if frozen:
-            _FROZEN.add(made)
-            made.__setattr__, made.__delattr__ = _frozen_setattr, _frozen_delattr
-        return made
+            _FROZEN.add(cls)
+            cls.__setattr__, cls.__delattr__ = _frozen_setattr, _frozen_delattr
+        return cls
 
     return wrap if cls is None else wrap(cls)
+
+
+def _needs_dataclass(cls) -> bool:
+    """Keyword-only fields (here or in a dataclass base) and ``InitVar`` pseudo-fields:
+    what only ``dataclass``'s own ``__init__`` handles."""
+    own = cls.__dict__
+    if any("InitVar" in str(kind) or "KW_ONLY" in str(kind)
+           for kind in own.get("__annotations__", {}).values()):
+        return True
+    if any(isinstance(value, dataclasses.Field) and value.kw_only is True
+           for value in own.values()):
+        return True
+    return any(base not in _RECORDS and dataclasses.is_dataclass(base) and any(
+        f.kw_only is True for f in dataclasses.fields(base)) for base in cls.__mro__[1:-1])
+
+
+class _PendingFields:
+    """A record's ``__dataclass_fields__`` until something first asks for it (``fields``,
+    ``replace``, ``asdict``, the first object made): then ``dataclass`` processes the class
+    (leaving ``__init__``, ``__repr__`` and ``__eq__`` to the record) and puts the real
+    mapping in its place.  Classes never used cost nothing."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __get__(self, obj, owner=None):
+        cls = self.cls
+        if cls.__dict__.get("__dataclass_fields__") is self:
+            delattr(cls, "__dataclass_fields__")
+            dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+        return cls.__dict__["__dataclass_fields__"]
 
 
 # ---------------------------------------------------------------------- __init__, when used
@@ -212,3 +239,4 @@ def _frozen_delattr(self, name):
 _COMPARED: dict = {}
 _HASHED: dict = {}
 _FROZEN: set = set()  # the frozen record classes
+_RECORDS: set = set()  # every record class

@@ -155,3 +155,61 @@ def test_class_variables_are_not_fields():
     assert Counted(5).value == 5 and Counted.total == 0
     with pytest.raises(TypeError):
         Counted(1, 2)
+
+
+def test_a_record_is_processed_by_dataclass_only_when_first_used():
+    @record
+    class Unused:
+        x: int
+        tags: list = field(default_factory=list)
+
+    assert isinstance(Unused.__dict__["__dataclass_fields__"],
+                      memlint_records()._PendingFields)
+    assert dataclasses.is_dataclass(Unused)  # asking processes it
+    assert isinstance(Unused.__dict__["__dataclass_fields__"], dict)
+    assert [f.name for f in dataclasses.fields(Unused)] == ["x", "tags"]
+    assert "tags" not in Unused.__dict__  # as dataclass leaves a default_factory field
+
+    @record
+    class Base:
+        a: int
+
+    class Plain(Base):  # a plain subclass inherits the fields
+        pass
+
+    @dataclass
+    class Derived(Base):  # a dataclass subclass reads them
+        b: int = 2
+
+    assert [f.name for f in dataclasses.fields(Plain)] == ["a"]
+    assert (Derived(1).a, Derived(1).b) == (1, 2)
+
+
+def test_keyword_only_and_initvar_fields_are_left_to_dataclass():
+    @dataclass(kw_only=True)
+    class Options:
+        size: int = 1
+
+    @record
+    class Sized(Options):
+        name: str = "n"
+
+    assert Sized(size=3).size == 3 and Sized("m").name == "m"
+    with pytest.raises(TypeError):
+        Sized(3, "m")  # size stays keyword-only
+
+    @record
+    class Seeded:
+        x: int
+        seed: dataclasses.InitVar[int] = 0
+
+        def __post_init__(self, seed):
+            self.x += seed
+
+    assert Seeded(1, 2).x == 3
+
+
+def memlint_records():
+    import memlint.records
+
+    return memlint.records

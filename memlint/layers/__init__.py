@@ -1,27 +1,12 @@
 """The layer registry: one :class:`~memlint.layers.base.LayerKind` per Keras layer class.
 
 Families live in their own modules (core, convolutional, pooling, ...), the way Keras groups
-its layers in folders.  Importing this package registers them all.
+its layers in folders.  A family is imported, and registers its layers, the first time the
+registry is asked for one of its names (``index.py`` lists them); listing the registry
+imports them all.
 """
 
 from memlint.ir import Weight
-from memlint.layers import (  # noqa: F401  (importing a family module registers its layers)
-    activations,
-    attention,
-    convolutional,
-    convolutional_recurrent,
-    core,
-    embedding,
-    locally_connected,
-    merging,
-    normalization,
-    pooling,
-    preprocessing,
-    regularization,
-    reshaping,
-    rnn,
-    wrappers,
-)
 from memlint.layers.base import REGISTRY, Args, LayerError, LayerInstance, LayerKind
 
 

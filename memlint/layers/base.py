@@ -22,6 +22,7 @@ build time raise :class:`LayerError`; arguments whose value is not known statica
 from __future__ import annotations
 
 from dataclasses import field, replace
+from importlib import import_module
 from typing import Any, ClassVar, Optional
 
 from memlint.ir import Weight
@@ -377,16 +378,77 @@ def nested_call(inner: dict, method: str, input_shape) -> Any:
     return getattr(REGISTRY[inner["class_name"]], method)(inner["config"], input_shape)
 
 
-REGISTRY: dict[str, LayerKind] = {}
+class LayerRegistry(dict):
+    """Layer kinds by Keras class name.  A family module (``memlint/layers/core.py``, ...)
+    registers its kinds when imported; it is imported the first time one of its names is
+    looked up (``memlint/layers/index.py`` says which family has which name), and every
+    family when the registry is listed."""
+
+    def __init__(self):
+        super().__init__()
+        self._family: Optional[dict] = None  # name -> family module not imported yet
+
+    def _load(self, key) -> bool:
+        """Import the family that registers ``key``; False when no family does."""
+        if self._family is None:
+            from memlint.layers.index import FAMILIES
+
+            self._family = {name: family for family, names in FAMILIES.items()
+                            for name in names}
+        family = self._family.pop(key, None)
+        if family is None:
+            return False
+        import_module(f"memlint.layers.{family}")
+        return True
+
+    def load_all(self) -> "LayerRegistry":
+        from memlint.layers.index import FAMILIES
+
+        for family in FAMILIES:
+            import_module(f"memlint.layers.{family}")
+        self._family = {}
+        return self
+
+    def __getitem__(self, key):
+        if not dict.__contains__(self, key):
+            self._load(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        if not dict.__contains__(self, key) and not self._load(key):
+            return default
+        return dict.get(self, key, default)
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or (self._load(key) and
+                                                dict.__contains__(self, key))
+
+    def __iter__(self):
+        return dict.__iter__(self.load_all())
+
+    def __len__(self) -> int:
+        return dict.__len__(self.load_all())
+
+    def keys(self):
+        return dict.keys(self.load_all())
+
+    def values(self):
+        return dict.values(self.load_all())
+
+    def items(self):
+        return dict.items(self.load_all())
+
+
+REGISTRY = LayerRegistry()
 
 
 def register(cls: type) -> type:
     """Class decorator: register a :class:`LayerKind` under its name and aliases."""
     kind = cls()
     for key in (cls.name, *cls.aliases):
-        if key in REGISTRY:
+        if dict.__contains__(REGISTRY, key):
             raise ValueError(f"layer kind {key!r} registered twice")
-        REGISTRY[key] = kind
+        dict.__setitem__(REGISTRY, key, kind)
     return cls
 
 
