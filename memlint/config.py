@@ -15,6 +15,7 @@ import fnmatch
 import re
 import sys
 from dataclasses import field, fields, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
@@ -208,11 +209,15 @@ def _read_config(directory: Path) -> Optional[ConfigFile]:
     return None
 
 
-_TOOL_MEMLINT = re.compile(r"""^[ \t]*\[?[ \t]*["']?tool["']?[ \t]*\.[ \t]*["']?memlint\b""",
-                           re.MULTILINE)
-_TOOL_TABLE = re.compile(r"""^[ \t]*\[[ \t]*["']?tool["']?[ \t]*\]""", re.MULTILINE)
-_MEMLINT_KEY = re.compile(r"""^[ \t]*["']?memlint["']?[ \t]*[.=]""", re.MULTILINE)
-_TOOL_INLINE = re.compile(r"""^[ \t]*["']?tool["']?[ \t]*=""", re.MULTILINE)
+@lru_cache(maxsize=1)
+def _toml_patterns() -> tuple:
+    """``[tool.memlint...]`` / ``tool.memlint...``, ``tool = {...}``, ``[tool]``, ``memlint``
+    keys (compiled only when a pyproject.toml names memlint at all)."""
+    return tuple(re.compile(pattern, re.MULTILINE) for pattern in (
+        r"""^[ \t]*\[?[ \t]*["']?tool["']?[ \t]*\.[ \t]*["']?memlint\b""",
+        r"""^[ \t]*["']?tool["']?[ \t]*=""",
+        r"""^[ \t]*\[[ \t]*["']?tool["']?[ \t]*\]""",
+        r"""^[ \t]*["']?memlint["']?[ \t]*[.=]"""))
 
 
 def _may_configure_memlint(text: str) -> bool:
@@ -221,8 +226,9 @@ def _may_configure_memlint(text: str) -> bool:
     that only name the package memlint are not parsed)."""
     if "memlint" not in text:
         return False
-    return bool(_TOOL_MEMLINT.search(text) or _TOOL_INLINE.search(text) or
-                (_TOOL_TABLE.search(text) and _MEMLINT_KEY.search(text)))
+    tool_memlint, tool_inline, tool_table, memlint_key = _toml_patterns()
+    return bool(tool_memlint.search(text) or tool_inline.search(text) or
+                (tool_table.search(text) and memlint_key.search(text)))
 
 
 def _toml_parser():

@@ -279,7 +279,7 @@ def test_huge_files_and_deep_brackets_are_refused_before_parsing():
 def test_files_with_too_many_tokens_are_refused_quickly():
     # found by the Keras source sweep: keras/src/ops/numpy_test.py (448 kB, under the size
     # bound) took 15 s; the cost follows the tokens of code, not the characters
-    from memlint.frontends.keras import MAX_SOURCE_CHARS, MAX_TOKENS
+    from memlint.frontends.keras.source_limits import MAX_SOURCE_CHARS, MAX_TOKENS
 
     source = "import keras\n" + "x = keras.layers.Dense(4)\n" * (MAX_TOKENS // 8 + 1)
     assert len(source) < MAX_SOURCE_CHARS
@@ -292,7 +292,7 @@ def test_files_with_too_many_tokens_are_refused_quickly():
 
 
 def test_comments_and_docstrings_do_not_count_as_tokens():
-    from memlint.frontends.keras import MAX_TOKENS
+    from memlint.frontends.keras.source_limits import MAX_TOKENS
 
     padding = ("# " + "c" * 70 + "\n") * 2_000 + '"""' + "d" * 100_000 + '"""\n'
     model = ("import keras\n"

@@ -8,13 +8,9 @@ plus diagnostics for what could not be resolved.
 from __future__ import annotations
 
 import ast
-
-import io
 import os
 import sys
 import threading
-import tokenize
-import warnings
 from contextlib import contextmanager
 from dataclasses import field
 from typing import Any, Optional
@@ -30,6 +26,7 @@ from memlint.frontends.keras.interpreter import Interpreter
 from memlint.frontends.keras.plain_objects import PlainClass
 from memlint.frontends.keras.graphs import aligned_data_shapes, sized_graph, to_graph
 from memlint.frontends.keras.setup import apply_strategy, training_setup
+from memlint.frontends.keras.source_limits import MAX_TOKENS, measure
 from memlint.frontends.keras.state import FileState
 from memlint.ir import Location
 from memlint.records import record
@@ -58,13 +55,6 @@ class FrontendResult:
     dependencies: dict = field(default_factory=dict)
 
 
-MAX_SOURCE_CHARS = 500_000  # larger files are not analysed (libcst needs ~10 s per MB)
-# The whole pipeline (parse, positions, interpretation, rules) costs ~50 us per token of code,
-# whatever the characters: 20,000 tokens (2,000+ dense lines, far beyond a model script) keep
-# one file under ~1-2 s.  Comments, blank lines and indentation are not counted.
-MAX_TOKENS = 20_000
-_COUNTED_TOKENS = frozenset((tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING))
-MAX_NESTING = 100  # syntax nesting (expressions in expressions ...) beyond any real model script
 _RECURSION_LIMIT = 4_000  # libcst and the interpreter recurse a few frames per nesting level
 
 _limit_lock = threading.Lock()
@@ -91,66 +81,9 @@ def _recursion_room():
 
 
 def _nesting_problem(source: str) -> Optional[str]:
-    """Why the file is too large or too deeply nested to analyse, or None.
-
-    Uses the standard library's parser (which never runs the code) to measure nesting
-    before libcst, whose parser and printer recurse once per level, sees the file."""
-    return _measure(source)[0]
-
-
-def _measure(source: str) -> tuple:
-    """(:func:`_nesting_problem`'s answer, the file's tokens of code; 0 when not counted)."""
-    if len(source) > MAX_SOURCE_CHARS:
-        return f"the file has more than {MAX_SOURCE_CHARS:,} characters; it is not " \
-               "analysed", 0
-    # brackets first: CPython refuses more than 200 levels with a SyntaxError, libcst does not
-    # (and its parser can overflow the C stack on thousands)
-    depth, tokens = _bracket_depth_and_tokens(source)
-    if depth > MAX_NESTING:
-        return f"the file nests brackets more than {MAX_NESTING} levels deep; it is not " \
-               "analysed", tokens
-    if tokens > MAX_TOKENS:
-        return f"the file has more than {MAX_TOKENS:,} tokens of code; it is not analysed", \
-            tokens
-    return _ast_nesting_problem(source), tokens
-
-
-def _ast_nesting_problem(source: str) -> Optional[str]:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except SyntaxError:
-        return None  # libcst reports it with its position
-    except (RecursionError, MemoryError, ValueError):
-        return "the file nests expressions too deeply to analyse"
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            return f"the file nests expressions more than {MAX_NESTING} levels deep; " \
-                   "it is not analysed"
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return None
-
-
-def _bracket_depth_and_tokens(source: str) -> tuple:
-    """The deepest nesting of (), [] and {} in the file and its number of tokens of code
-    (names, operators, numbers, strings), both up to where tokenizing fails."""
-    depth = deepest = tokens = 0
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type in _COUNTED_TOKENS:
-                tokens += 1
-            if token.type == tokenize.OP:
-                if token.string in "([{":
-                    depth += 1
-                    deepest = max(deepest, depth)
-                elif token.string in ")]}":
-                    depth -= 1
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        pass  # malformed files: libcst reports where
-    return deepest, tokens
+    """Why the file is too large or too deeply nested to analyse, or None
+    (:mod:`.source_limits`)."""
+    return measure(source)[0]
 
 
 def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = None,
@@ -165,7 +98,7 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
     Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
     come back as diagnostics, with whatever models could be found."""
     state = FileState(path, input_shape_hint=input_shape)
-    problem, tokens = _measure(source)
+    problem, tokens = measure(source)
     work = {"tokens": tokens, "parsed": 0}
     if problem is not None:
         state.note_budget(Location(path, 1, 1), problem)

@@ -124,7 +124,7 @@ class ProjectModules:
         return value
 
     def _parse(self, file: Path) -> cst.Module:
-        from memlint.frontends.keras import _bracket_depth_and_tokens, _nesting_problem
+        from memlint.frontends.keras.source_limits import measure
         try:
             source = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -133,10 +133,10 @@ class ProjectModules:
         if self.chars > MAX_TOTAL_CHARS:
             raise ImportFailure(f"{file.name} not read: project modules exceed "
                                 f"{MAX_TOTAL_CHARS:,} characters in all")
-        problem = _nesting_problem(source)
+        problem, tokens = measure(source)
         if problem is not None:
             raise ImportFailure(f"{file.name}: {problem}")
-        self.tokens += _bracket_depth_and_tokens(source)[1]
+        self.tokens += tokens
         if self.tokens > MAX_TOTAL_TOKENS:
             raise ImportFailure(f"{file.name} not read: project modules exceed "
                                 f"{MAX_TOTAL_TOKENS:,} tokens of code in all")
