@@ -25,7 +25,6 @@ Where: ``--cache-dir DIR``, else ``MEMLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/m
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import sys
@@ -214,6 +213,8 @@ def fingerprint() -> str:
     changed memlint is a miss."""
     if _FINGERPRINT:
         return _FINGERPRINT[0]
+    import hashlib  # loads OpenSSL: only runs that use the cache pay for it
+
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256(f"{__version__}|{sys.version}|{_libcst_version()}".encode())
     folders = [package]
@@ -258,6 +259,8 @@ def _libcst_version() -> str:
 # ---------------------------------------------------------------------- dependencies
 
 def file_digest(path: str) -> Optional[str]:
+    import hashlib
+
     try:
         with open(path, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest() \
@@ -348,6 +351,8 @@ class ResultCache:
     # keys -------------------------------------------------------------------
 
     def key(self, path: str, data: bytes, settings) -> str:
+        import hashlib
+
         parts = [SCHEMA, fingerprint(), str(path), os.path.abspath(path),
                  hashlib.sha256(data).hexdigest(), encode(settings)]
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

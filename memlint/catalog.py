@@ -7,9 +7,9 @@ metadata and the example-based tests.  In an installed wheel it lives in
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import zlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -60,22 +60,26 @@ def data_yaml(kind: str, path: Path, complete=lambda data: True) -> dict:
 
 
 def yaml_snapshot(kind: str, texts: list, parse, complete=lambda data: True) -> dict:
-    """``parse(texts)`` (a dict), kept as a JSON snapshot in the cache folder named by
-    ``kind`` and a hash of the texts, so that later runs import no YAML parser.  A changed,
-    corrupt, foreign or missing snapshot (not a dict, or not ``complete``) is rebuilt."""
-    digest = hashlib.sha256(b"\0".join(texts)).hexdigest()[:32]
-    snapshot = _snapshot_dir() / f"{kind}-{digest}.json"
+    """``parse(texts)`` (a dict), kept as a JSON snapshot in the cache folder, so that later
+    runs import no YAML parser.  The snapshot holds the texts it was made from and is used
+    only when they equal the current ones; a changed, corrupt, foreign or missing snapshot
+    (not ``complete``) is rebuilt.  Its name (``kind``, a checksum and the length of the
+    texts) only keeps the snapshots of different versions apart."""
+    joined = b"\0".join(texts)
+    sources = [text.decode("utf-8") for text in texts]
+    snapshot = _snapshot_dir() / f"{kind}-{zlib.crc32(joined):08x}-{len(joined)}.json"
     try:
-        data = json.loads(snapshot.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and complete(data):
+        stored = json.loads(snapshot.read_text(encoding="utf-8"))
+        data = stored.get("data") if isinstance(stored, dict) else None
+        if stored.get("sources") == sources and isinstance(data, dict) and complete(data):
             return data
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
     data = parse(texts)
     try:
         snapshot.parent.mkdir(parents=True, exist_ok=True)
         temporary = snapshot.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(data), encoding="utf-8")
+        temporary.write_text(json.dumps({"sources": sources, "data": data}), encoding="utf-8")
         os.replace(temporary, snapshot)
     except (OSError, TypeError, ValueError):
         pass  # a snapshot only saves time

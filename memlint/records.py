@@ -13,7 +13,13 @@ time, which every run of the pre-commit hook pays, although a run uses few of th
   than it saved;
 * ``__repr__``, ``__eq__``, ``__hash__`` (frozen classes) and the frozen ``__setattr__`` /
   ``__delattr__`` are functions shared by every record: the same text, the same comparison
-  of the fields' tuples, the same ``FrozenInstanceError``.
+  of the fields' tuples, the same ``FrozenInstanceError``;
+* ``dataclass`` itself processes the class (its ``Field`` objects, ``__dataclass_fields__``)
+  only when something first asks for its fields (``fields``, ``replace``, ``asdict``,
+  ``is_dataclass``, a comparison, a ``repr``); making objects does not, since ``__init__``'s
+  parameters are read off the annotations as ``dataclass`` reads them.  Until then a field
+  declared with ``field(...)`` is a ``Field`` object on the class (objects have their own
+  values).
 
 Options ``record`` does not handle itself (``init=False``, ``kw_only``, ``slots``,
 ``order``, ``unsafe_hash``, ``InitVar`` fields) are left to ``dataclass`` entirely.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import reprlib
+import typing
 
 _HANDLED = {"frozen", "eq"}
 
@@ -112,9 +119,34 @@ def _deferred_init(cls, frozen: bool):
 
 def _init_fields(cls) -> tuple:
     """``(name, default, factory)`` per parameter of the generated ``__init__``, and whether
-    the class has ``__post_init__``."""
-    fields = tuple((f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))
-    return fields, hasattr(cls, "__post_init__")
+    the class has ``__post_init__``.  Read off the annotations of the class and its bases
+    while the class is not processed yet (as ``dataclass`` reads them), so that making an
+    object does not process it."""
+    return _parameters(cls), hasattr(cls, "__post_init__")
+
+
+def _parameters(cls) -> tuple:
+    if not isinstance(cls.__dict__.get("__dataclass_fields__"), _PendingFields):
+        return tuple((f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))
+    found: dict = {}
+    for base in cls.__mro__[-1:0:-1]:  # the bases' fields first, as dataclass orders them
+        if base in _RECORDS or dataclasses.is_dataclass(base):
+            found.update((name, (name, default, factory))
+                         for name, default, factory in _parameters(base))
+    for name, kind in cls.__dict__.get("__annotations__", {}).items():
+        if _is_class_variable(kind):
+            continue
+        default, factory = getattr(cls, name, dataclasses.MISSING), dataclasses.MISSING
+        if isinstance(default, dataclasses.Field):
+            default, factory = default.default, default.default_factory
+        found[name] = (name, default, factory)
+    return tuple(found.values())
+
+
+def _is_class_variable(kind) -> bool:
+    if isinstance(kind, str):
+        return kind.replace(" ", "").startswith(("ClassVar", "typing.ClassVar"))
+    return kind is typing.ClassVar or typing.get_origin(kind) is typing.ClassVar
 
 
 def _bind(self, spec: tuple, args: tuple, kwargs: dict, frozen: bool) -> None:
@@ -160,14 +192,13 @@ _NO_ARGUMENT = object()  # a default_factory field's default in the generated si
 def _compile_init(cls, frozen: bool):
     params, body, namespace = [], [], {"_NO_ARGUMENT": _NO_ARGUMENT,
                                        "_set": object.__setattr__}
-    for f in dataclasses.fields(cls):
-        name = f.name
-        if f.default is not dataclasses.MISSING:
-            namespace[f"_default_{name}"] = f.default
+    for name, default, factory in _parameters(cls):
+        if default is not dataclasses.MISSING:
+            namespace[f"_default_{name}"] = default
             params.append(f"{name}=_default_{name}")
             value = name
-        elif f.default_factory is not dataclasses.MISSING:
-            namespace[f"_factory_{name}"] = f.default_factory
+        elif factory is not dataclasses.MISSING:
+            namespace[f"_factory_{name}"] = factory
             params.append(f"{name}=_NO_ARGUMENT")
             value = f"_factory_{name}() if {name} is _NO_ARGUMENT else {name}"
         else:

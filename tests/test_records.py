@@ -213,3 +213,51 @@ def memlint_records():
     import memlint.records
 
     return memlint.records
+
+
+PARAMETERS_PROBE = """
+import dataclasses, importlib, json, pkgutil
+import memlint
+import memlint.records as records
+for info in pkgutil.walk_packages(memlint.__path__, "memlint."):
+    if ".onnx" not in info.name and not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+pending = [cls for cls in list(records._RECORDS)
+           if isinstance(cls.__dict__.get("__dataclass_fields__"), records._PendingFields)]
+differ = [cls.__qualname__ for cls in pending if records._parameters(cls) != tuple(
+    (f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))]
+print(json.dumps([len(pending), differ]))
+"""
+
+
+def test_the_parameters_read_before_processing_are_dataclass_s_for_every_memlint_record():
+    """Every record class of memlint, fresh from its module (another process): the
+    parameters of its ``__init__`` read off its annotations equal those ``dataclass`` gives."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PARAMETERS_PROBE], capture_output=True,
+                          text=True, check=True)
+    pending, differ = json.loads(done.stdout.splitlines()[-1])
+    assert pending > 50 and differ == []
+
+
+def test_parameters_of_records_with_bases_class_variables_and_factories():
+    import memlint.records as records
+
+    @record
+    class Base:
+        a: int
+        b: list = field(default_factory=list)
+        count: ClassVar[int] = 0
+
+    @record
+    class Child(Base):
+        c: str = "c"
+        a: int = 5  # an override keeps its place
+
+    early = records._parameters(Child)
+    assert early == tuple((f.name, f.default, f.default_factory)
+                          for f in dataclasses.fields(Child))
+    assert [name for name, _, _ in early] == ["a", "b", "c"]

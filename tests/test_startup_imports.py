@@ -47,8 +47,9 @@ def test_checking_a_python_file_imports_no_onnx_yaml_or_other_reporters(tmp_path
     unwanted = {m for m in modules if m.split(".")[0] in ("onnx", "yaml", "onnxruntime")
                 or m.startswith("memlint.frontends.onnx") or m in OTHER_REPORTERS}
     assert unwanted == set()
-    # argparse's help width without shutil (and the compression modules it imports)
-    assert not modules & {"shutil", "bz2", "lzma"}
+    # argparse's help width without shutil (and the compression modules it imports); no
+    # OpenSSL for a run that does not use the result cache
+    assert not modules & {"shutil", "bz2", "lzma", "hashlib", "_hashlib"}
 
 
 def test_help_is_wrapped_as_argparse_wraps_it(monkeypatch):
@@ -113,6 +114,21 @@ def test_the_catalog_snapshot_equals_the_yaml(tmp_path, monkeypatch):
         assert catalog.load_catalog() == parsed  # a corrupt snapshot is rebuilt
     finally:
         catalog.load_catalog.cache_clear()
+
+
+def test_a_snapshot_is_used_only_for_the_texts_it_was_made_from(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("MEMLINT_CACHE_DIR", str(tmp_path))
+    texts = [b"a: {x: 1}\n"]
+    assert catalog.yaml_snapshot("probe", texts, lambda t: {"a": {"x": 1}}) == {"a": {"x": 1}}
+    [snapshot] = tmp_path.glob("probe-*.json")
+    stored = json.loads(snapshot.read_text(encoding="utf-8"))
+    stored["sources"] = ["a: {x: 2}\n"]  # the same name, made from other texts
+    stored["data"] = {"a": {"x": 2}}
+    snapshot.write_text(json.dumps(stored), encoding="utf-8")
+    assert catalog.yaml_snapshot("probe", texts, lambda t: {"a": {"x": 1}}) == {"a": {"x": 1}}
+    assert catalog.yaml_snapshot("probe", texts, lambda t: 1 / 0) == {"a": {"x": 1}}  # reused
 
 
 def test_a_run_served_from_the_cache_imports_no_libcst_and_no_frontend(tmp_path):
