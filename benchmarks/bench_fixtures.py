@@ -7,20 +7,27 @@
 Every figure is a fresh process, so start-up and imports count, as they do for a user or a
 pre-commit hook.  memlint's modules are byte-compiled first, as ``pip install`` does for
 users (an environment with PYTHONDONTWRITEBYTECODE would otherwise recompile them each run);
-memlint runs with ``--no-cache`` (every run analyses the file: the cold figure).  Ratios are computed from one run of this script (the machines are noisy:
-compare ratios, not seconds).  Usage: python benchmarks/bench_fixtures.py [--repeat N] [--no-keras] [--folder DIR] [--json F]
+memlint runs with ``--no-cache`` (every run analyses the file: the cold figure); with
+``--cold-cache`` each run writes its result into a fresh, empty cache folder instead (what a
+pre-commit hook pays for a changed file: hashing and storing included).  Ratios are computed
+from one run of this script (the machines are noisy: compare ratios, not seconds).
+Usage: python benchmarks/bench_fixtures.py [--repeat N] [--no-keras] [--folder DIR]
+[--cold-cache] [--json F]
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +50,15 @@ def timed(cmd: list, stdin: str | None = None) -> float:
     return time.perf_counter() - start
 
 
+def cache_arguments(cold_cache: bool) -> list:
+    """``--no-cache``, or a fresh empty cache folder (removed when the process ends)."""
+    if not cold_cache:
+        return ["--no-cache"]
+    folder = tempfile.mkdtemp(prefix="memlint-bench-cache-")
+    atexit.register(shutil.rmtree, folder, True)
+    return ["--cache-dir", folder]
+
+
 def median_time(cmd: list, repeat: int, stdin: str | None = None) -> float:
     return statistics.median(timed(cmd, stdin) for _ in range(repeat))
 
@@ -53,6 +69,9 @@ def main() -> int:
     parser.add_argument("--keras", action=argparse.BooleanOptionalAction, default=True,
                         help="also time building each model with real Keras")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
+    parser.add_argument("--cold-cache", action="store_true",
+                        help="run memlint with its result cache on, in a fresh empty cache "
+                             "folder per run, instead of --no-cache")
     parser.add_argument("--folder", type=Path,
                         help="time every .py file under this folder instead of the fixtures "
                              "(real scripts kept outside the repository; no Keras column)")
@@ -73,8 +92,9 @@ def main() -> int:
     py = sys.executable
     for path in fixtures:
         floor = median_time([py, "-c", FLOOR, str(path)], args.repeat)
-        ours = median_time([py, "-m", "memlint", "check", str(path), "--gpu", "8GiB",
-                            "--no-cache"], args.repeat)
+        ours = statistics.median(
+            timed([py, "-m", "memlint", "check", str(path), "--gpu", "8GiB",
+                   *cache_arguments(args.cold_cache)]) for _ in range(args.repeat))
         keras = None
         if with_keras:
             twin = TWIN.search(path.read_text(encoding="utf-8"))
