@@ -19,6 +19,7 @@ from memlint.placement import place, process_budget, sharded
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import parse_size
 from memlint.records import record
+from memlint.startup import load
 
 
 class AnalysisError(Exception):
@@ -96,7 +97,8 @@ def analyze_onnx_file(path: str, settings: Settings) -> FileReport:
         raise AnalysisError(f"{path}: no such file" if not Path(path).exists()
                             else f"{path}: is a directory")
     try:
-        from memlint.frontends.onnx import OnnxLoadError, analyze_onnx
+        onnx_frontend = load("memlint.frontends.onnx")
+        OnnxLoadError, analyze_onnx = onnx_frontend.OnnxLoadError, onnx_frontend.analyze_onnx
     except ImportError as exc:  # pragma: no cover - onnx is a dependency
         raise AnalysisError(f"{path}: the onnx package is needed for .onnx files ({exc})") \
             from None
@@ -111,7 +113,8 @@ def analyze_onnx_file(path: str, settings: Settings) -> FileReport:
 
 def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     """Analyse Keras source text as if it were the file ``path``."""
-    from memlint.frontends.keras import analyze_source  # libcst: not needed for ONNX files
+    # libcst, not needed for ONNX files
+    analyze_source = load("memlint.frontends.keras").analyze_source
 
     budget = budget_for(settings)
     input_shape = (None,) + tuple(settings.input_shape) if settings.input_shape else None

@@ -31,7 +31,10 @@ def analyse_one(path: str, settings, cache_dir: Optional[str] = None) -> tuple:
 
     Never raises for a problem with the file or a bug in memlint (an error line instead),
     except under ``MEMLINT_DEBUG``, where a bug's traceback is wanted."""
-    from memlint.analysis import AnalysisError, analyze_file
+    from memlint.startup import load
+
+    analysis = load("memlint.analysis")  # the rules and the memory model
+    AnalysisError, analyze_file = analysis.AnalysisError, analysis.analyze_file
     from memlint.cache import CacheStats, ResultCache
 
     cache = ResultCache(cache_dir) if cache_dir is not None else None
@@ -162,11 +165,14 @@ def _context():
 
 
 def _preload() -> None:
-    import memlint.analysis  # noqa: F401 - rules, memory model, catalog
-    import memlint.frontends.keras  # noqa: F401 - libcst and the interpreter
-    from memlint.catalog import load_catalog
+    from memlint.startup import permanent_imports
 
-    load_catalog()
+    with permanent_imports():  # frozen before the fork, as gc.freeze's documentation advises
+        import memlint.analysis  # noqa: F401 - rules, memory model, catalog
+        import memlint.frontends.keras  # noqa: F401 - libcst and the interpreter
+        from memlint.catalog import load_catalog
+
+        load_catalog()
 
 
 def _size(path) -> int:

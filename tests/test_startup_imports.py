@@ -138,3 +138,48 @@ def test_a_run_served_from_the_cache_imports_no_libcst_and_no_frontend(tmp_path)
     warm = imported(tmp_path, "check", target, "--gpu", "2GiB")
     assert not {m for m in warm if m.split(".")[0] == "libcst"
                 or m.startswith("memlint.frontends") or m == "importlib.metadata"}
+
+
+GC_PROBE = """
+import gc, json, sys
+from memlint import startup
+def collections():
+    return sum(generation["collections"] for generation in gc.get_stats())
+before = collections()
+startup.load("memlint.frontends.keras")  # libcst, the interpreter, ...
+loaded = [collections() - before, gc.get_freeze_count(), gc.isenabled()]
+gc.unfreeze()
+from memlint.config import Settings
+from memlint.parallel import analyse_one  # what the command line runs for each file
+analyse_one(sys.argv[1], Settings(gpu="8GiB"))
+print(json.dumps(loaded + [gc.get_freeze_count(), gc.isenabled()]))
+"""
+
+
+def test_the_frontend_loads_without_collections_and_is_frozen_after(tmp_path):
+    """libcst and the Keras frontend load with the collector paused, are frozen after, and
+    the collector is on again; the command line's path through a file loads so too."""
+    env = {"MEMLINT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", GC_PROBE, str(FIXTURES / "small_cnn_fits.py")],
+                          capture_output=True, text=True, env=env, check=True)
+    collected, frozen, enabled, frozen_by_run, enabled_after_run = \
+        json.loads(done.stdout.splitlines()[-1])
+    assert collected == 0 and frozen > 10_000 and enabled
+    assert frozen_by_run > 1_000 and enabled_after_run  # memlint.analysis, loaded by load()
+
+
+def test_loading_leaves_a_disabled_collector_disabled():
+    import gc
+
+    from memlint import startup
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert startup.load("json") is sys.modules["json"]
+        with startup.permanent_imports():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        if enabled:
+            gc.enable()
