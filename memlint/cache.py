@@ -173,6 +173,16 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, object_hook=_revive)
 
 
+def _field_names(cls) -> frozenset:
+    found = _FIELD_NAMES.get(cls)
+    if found is None:
+        found = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return found
+
+
+_FIELD_NAMES: dict = {}  # dataclass -> the names of its fields
+
+
 def _revive(obj: dict) -> Any:
     if "__t" in obj:
         items = obj["__t"]
@@ -193,11 +203,15 @@ def _revive(obj: dict) -> Any:
         cls = _class_named(name) if isinstance(name, str) else None
         if cls is None or len(obj) != 2 or not isinstance(values, dict):
             raise BadEntry(f"unknown class {name!r}")
-        if set(values) != {f.name for f in dataclasses.fields(cls)}:
+        if values.keys() != _field_names(cls):
             raise BadEntry(f"fields of {cls.__name__} do not match this memlint")
         instance = object.__new__(cls)  # no __init__ / __post_init__: only fields are set
-        for key, value in values.items():
-            object.__setattr__(instance, key, value)
+        state = getattr(instance, "__dict__", None)
+        if state is not None:
+            state.update(values)
+        else:  # a class with slots
+            for key, value in values.items():
+                object.__setattr__(instance, key, value)
         return instance
     return obj
 

@@ -324,3 +324,14 @@ def test_changed_application_traces_change_the_fingerprint(monkeypatch):
         assert cache.fingerprint() != before
     finally:
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_tagged_values_with_extra_keys_are_bad_entries():
+    import pytest
+
+    from memlint.cache import BadEntry, loads
+
+    for text in ('{"__t": [1], "x": 1}', '{"__d": [], "x": 1, "y": 2}',
+                 '{"__c": "Location", "f": {}, "x": 1}'):
+        with pytest.raises(BadEntry):
+            loads(text)

@@ -52,6 +52,18 @@ def test_json_shape_is_the_documented_contract():
     assert model["batch_size"] == 1 and model["optimizer"] == "sgd"
 
 
+def test_json_output_has_one_line_per_diagnostic_and_model():
+    proc = memlint("check", SEED, "--gpu", "2GiB", "--output-format", "json")
+    doc = json.loads(proc.stdout)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}"
+    for key in ("diagnostics", "models"):
+        start = lines.index(f'  "{key}": [')
+        rows = [json.loads(line.strip().rstrip(","))
+                for line in lines[start + 1:start + 1 + len(doc[key])]]
+        assert rows == doc[key]
+
+
 def test_github_format_is_selected_by_the_environment():
     proc = memlint("check", SEED, "--gpu", "2GiB", env={"GITHUB_ACTIONS": "true"})
     lines = proc.stdout.splitlines()
