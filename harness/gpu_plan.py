@@ -580,18 +580,24 @@ def memlint_side(graph, row: dict) -> dict:
 
 
 def add_memlint(rows: list, graphs: dict) -> None:
+    attach_memlint(rows, graphs, "plan", memlint_side)
+
+
+def attach_memlint(rows: list, graphs: dict, measured: str, side) -> None:
+    """memlint's side of each row (``side(graph, row)``, a dict with a ``peak``) beside what
+    was measured (``row[measured]["peak"]``), and the relative error; rows without a
+    measurement or with an error get neither, a model memlint no longer finds an error."""
     for row in rows:
-        row.pop("memlint", None)
-        row.pop("relative_error", None)
-        if "plan" not in row or "error" in row:
+        for key in ("memlint", "relative_error", "memlint_error"):
+            row.pop(key, None)
+        if measured not in row or "error" in row:
             continue
         graph = graphs.get((row["fixture"], row["model"]))
         if graph is None:
             row["memlint_error"] = "memlint finds no such model now"
             continue
-        row.pop("memlint_error", None)
-        row["memlint"] = memlint_side(graph, row)
-        peak = row["plan"]["peak"]
+        row["memlint"] = side(graph, row)
+        peak = row[measured]["peak"]
         row["relative_error"] = round((row["memlint"]["peak"] - peak) / peak, 4) if peak else 0.0
 
 

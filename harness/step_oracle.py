@@ -433,18 +433,10 @@ def memlint_side(spec: Spec, graph, row: dict) -> dict:
 
 
 def add_memlint(spec: Spec, rows: list, graphs: dict) -> None:
-    for row in rows:
-        for key in ("memlint", "relative_error", "memlint_error"):
-            row.pop(key, None)
-        if "oracle" not in row or "error" in row:
-            continue
-        graph = graphs.get((row["fixture"], row["model"]))
-        if graph is None:
-            row["memlint_error"] = "memlint finds no such model now"
-            continue
-        row["memlint"] = memlint_side(spec, graph, row)
-        peak = row["oracle"]["peak"]
-        row["relative_error"] = round((row["memlint"]["peak"] - peak) / peak, 4)
+    from harness import gpu_plan
+
+    gpu_plan.attach_memlint(rows, graphs, "oracle",
+                            lambda graph, row: memlint_side(spec, graph, row))
 
 
 # --- storing --------------------------------------------------------------------------------

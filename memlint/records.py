@@ -78,7 +78,7 @@ def _needs_dataclass(cls) -> bool:
 
 class _PendingFields:
     """A record's ``__dataclass_fields__`` until something first asks for it (``fields``,
-    ``replace``, ``asdict``, the first object made): then ``dataclass`` processes the class
+    ``replace``, ``asdict``, a comparison): then ``dataclass`` processes the class
     (leaving ``__init__``, ``__repr__`` and ``__eq__`` to the record) and puts the real
     mapping in its place.  Classes never used cost nothing."""
 
@@ -110,22 +110,17 @@ def _deferred_init(cls, frozen: bool):
             cls.__init__ = real
             real(self, *args, **kwargs)
             return
-        if fields is None:
-            fields = _init_fields(cls)
+        if fields is None:  # read off the annotations: making objects processes nothing
+            fields = _parameters(cls), hasattr(cls, "__post_init__")
         _bind(self, fields, args, kwargs, frozen)
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
 
 
-def _init_fields(cls) -> tuple:
-    """``(name, default, factory)`` per parameter of the generated ``__init__``, and whether
-    the class has ``__post_init__``.  Read off the annotations of the class and its bases
-    while the class is not processed yet (as ``dataclass`` reads them), so that making an
-    object does not process it."""
-    return _parameters(cls), hasattr(cls, "__post_init__")
-
-
 def _parameters(cls) -> tuple:
+    """``(name, default, factory)`` per parameter of the generated ``__init__``; while the
+    class is not processed yet, read off the annotations of the class and its bases as
+    ``dataclass`` reads them."""
     if not isinstance(cls.__dict__.get("__dataclass_fields__"), _PendingFields):
         return tuple((f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))
     found: dict = {}
