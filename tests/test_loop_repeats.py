@@ -233,3 +233,42 @@ disc.fit(np.zeros((len(seen), 784)), np.zeros((len(seen), 1)), batch_size=len(se
 """
     result = analyze_source(source, "grows.py")
     assert result.work["loop_iterations"] == 40
+
+
+HELPER = """
+import keras
+import numpy as np
+from keras import layers
+
+width = 8
+model = keras.Sequential([keras.Input((4,)), layers.Dense(2)])
+model.compile(optimizer="adam", loss="mse")
+
+
+def widen():
+    global width
+    if step == 30:
+        width = 16
+
+
+for step in range(40):
+    model.fit(np.zeros((8, 4)), np.zeros((8, 2)), batch_size=8)
+    widen()
+"""
+
+
+def test_a_loop_of_an_imported_module_whose_variable_its_functions_read_runs_to_its_end(
+        tmp_path):
+    """The functions that may read a loop's variable are those of the loop's own module."""
+    (tmp_path / "helper.py").write_text(HELPER, encoding="utf-8")
+    main = tmp_path / "main.py"
+    main.write_text("import keras\nfrom keras import layers\nfrom helper import width\n"
+                    "m = keras.Sequential([keras.Input((4,)), layers.Dense(width)])\n",
+                    encoding="utf-8")
+    result = analyze_source(main.read_text(encoding="utf-8"), str(main))
+    [model] = result.models
+    assert model.layers[-1].output_shape == (None, 16)  # set by the 31st iteration
+    # written in the analysed file itself, the same loop runs to its end too
+    here = analyze_source(HELPER + "m = keras.Sequential([keras.Input((4,)), "
+                                   "layers.Dense(width)])\n", "here.py")
+    assert here.models[-1].layers[-1].output_shape == (None, 16)

@@ -116,10 +116,11 @@ _WORK_COUNTERS = frozenset({"allocated", "created", "unresolved"})
 
 
 def _dead_target(interp, stmt: cst.For) -> Optional[frozenset]:
-    """The names a ``for`` loop binds, when no statement of its body that runs reads them
-    and no function or class of the file does; otherwise None."""
+    """The names a ``for`` loop of the analysed file binds, when no statement of its body
+    that runs reads them and no function or class of the file does; otherwise None (also
+    for a loop of an imported module, whose functions are not the file's)."""
     names = target_names(stmt.target)
-    if not names or _stores_elsewhere(stmt.target):
+    if not names or _stores_elsewhere(stmt.target) or stmt not in interp.positions:
         return None
     scanner = interp.slicer.scanner
     read = _running_reads(scanner, stmt.body.body, interp.skips)
