@@ -297,13 +297,18 @@ class _AffineAugmentation(_Augmentation):
         for d in input_shape[1:]:
             elements *= d
         image = (None,) + tuple(input_shape[1:])
-        return [Saved("sampling coordinates", (None, elements, 3), "float32",
-                      when="training", profiles=("xla",)),
-                # before Hopper XLA materialises the bilinear gathers (T4 and A100 plans: eight
-                # image-sized float32 buffers besides the result; the A100 also six int32
-                # index planes); the walk resolves these against the GPU
-                Saved("gathered corners", image, "float32", when="training", count=8,
-                      profiles=("xla",)),
+        coordinates = Saved("sampling coordinates", (None, elements, 3), "float32",
+                            when="training", profiles=("xla",))
+        channels = input_shape[1] if config.get("data_format") == "channels_first" \
+            else input_shape[-1]
+        # before Hopper XLA materialises the bilinear gathers of a multi-channel image (T4
+        # and A100 plans: eight image-sized float32 buffers besides the result; a
+        # one-channel image needs no transpose and its gathers stay fused) and the A100 six
+        # int32 index planes; the walk resolves these against the GPU
+        gathers = [] if channels == 1 else [
+            Saved("gathered corners", image, "float32", when="training", count=8,
+                  profiles=("xla",))]
+        return [coordinates, *gathers,
                 Saved("corner indices", image, "int32", when="training", count=6,
                       profiles=("xla",))]
 
