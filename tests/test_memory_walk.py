@@ -532,6 +532,24 @@ def test_plain_sgd_updates_dense_kernels_inside_the_product_on_triton_gpus():
     assert tf.category("gradients") == trainable  # TensorFlow makes every gradient
 
 
+def test_xla_differentiates_a_layers_activation_before_its_weight_gradient():
+    """H100 plan of two 256-filter ReLU convolutions at batch 8 with SGD (temp 29,979,416):
+    the peak is where the second convolution's masked gradient is made beside its
+    pre-activation and the kernel in cuDNN's layout; its weight gradient comes after the
+    pre-activation is gone, so the two are never alive together."""
+    body = ("model = keras.Sequential([keras.Input((32, 32, 3)), "
+            "L.Conv2D(256, 3, activation='relu'), L.Conv2D(256, 3, activation='relu'), "
+            "L.GlobalAveragePooling2D(), L.Dense(10)])")
+    b = estimate(graph_of(body, batch=8), profile=XLA, compute_capability="9.0")
+    held = _tensors(b)
+    assert held["conv2d_1 pre-activation"] == 8 * 28 * 28 * 256 * 4
+    assert not any(name.endswith("weight gradients") for name in held)
+    plan_temp = 29_979_416
+    weights = (3 * 3 * 3 * 256 + 256 + 3 * 3 * 256 * 256 + 256 + 256 * 10 + 10) * 4
+    inputs = 8 * 32 * 32 * 3 * 4
+    assert abs(b.peak - (plan_temp + weights + inputs)) / plan_temp < 0.01
+
+
 def test_loss_scaling_keeps_every_gradient_in_16_bits_under_xla():
     body = ("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512), "
             "L.Dense(1)])")

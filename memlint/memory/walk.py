@@ -827,6 +827,9 @@ class Walk:
             if size:
                 scratch.append(self.alloc(size[0] * count, size[1] * count, "scratch",
                                           f"{name} {s.what}", name))
+        workspace = self.workspace(layer)
+        relayout = self.relayout(layer, REGISTRY.get(layer.type))
+        self.activation_backward(call)
         if call.trains and name not in self.weight_grads:
             size = self.trainable_bytes(layer)
             keep = self.profile.weight_gradients == "kept" or self.keep_all_grads()
@@ -840,8 +843,6 @@ class Walk:
             self.weight_grads[name] = grads
             if keep:
                 self.kept_grads.append(grads)
-        workspace = self.workspace(layer)
-        relayout = self.relayout(layer, REGISTRY.get(layer.type))
         self.event("backward", name)
         self.release(relayout)
         grads = self.weight_grads.get(name)
@@ -880,6 +881,23 @@ class Walk:
         for buf in scratch:
             self.release(buf)
         self.finish_call(call)
+
+    def activation_backward(self, call: "_Call") -> None:
+        """Under XLA a layer's own activation is differentiated first: the incoming gradient
+        times the function's derivative, read off the kept pre-activation, which then dies
+        before the weight gradient is made (H100 plan of two 256-filter ReLU convolutions:
+        the peak holds the pre-activation and the masked gradient, not the kernel's
+        gradient, made after it).  A moment of its own, then the pre-activation goes."""
+        if self.profile.sign != "xla":
+            return
+        early = [h for h in call.holds if isinstance(h[0], Buffer)
+                 and h[0].label == f"{call.layer.name} pre-activation"]
+        if not early:
+            return
+        self.event("backward", call.layer.name)
+        for item, _ in early:
+            self.unhold(item)
+        call.holds = [h for h in call.holds if h not in early]
 
     @staticmethod
     def inner_shapes(layer) -> list:
