@@ -33,6 +33,7 @@ from typing import Optional
 from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
 from memlint.layers.base import REGISTRY, Saved
 from memlint.memory.dtypes import Precision
+from memlint.memory.gemm_split import partial_bytes
 from memlint.memory.optimizers import optimizer_elements, update_temporary_elements
 from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
 from memlint.records import record
@@ -533,7 +534,9 @@ class Walk:
         kept_inside = any(isinstance(item, Buffer) and item.label.endswith("inner tensor")
                           for item, _ in call.holds)
         inside = None if kept_inside else self.inner_forward(layer, kind, ins, outputs)
+        partials = self.split_partials(layer, in_shape, backward=False)
         self.event("forward", layer.name)
+        self.release(partials)
         self.release(workspace)
         self.release(inside)
         self.release(relayout)
@@ -876,7 +879,10 @@ class Walk:
                                 f"gradient of {name}'s input", name)
             made = True
         if made:
+            shape = layer.input_shapes[0] if layer.input_shapes else None
+            partials = self.split_partials(layer, shape, backward=True)
             self.event("backward", name)
+            self.release(partials)
         self.release(workspace)
         for buf in scratch:
             self.release(buf)
@@ -1003,6 +1009,29 @@ class Walk:
             if rows < 16 and shape[-1] < 16:
                 return None  # a product this small is an XLA loop, not a cuBLAS call
         return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
+
+    def split_partials(self, layer, in_shape, backward: bool) -> Optional[Buffer]:
+        """The partial sums of a Dense product XLA splits along its contracting dimension
+        (:mod:`memlint.memory.gemm_split`): float32 products on GPUs whose products are
+        Triton fusions, the forward's ``x @ W`` and the backward's ``dy @ W.T``."""
+        if not (self.profile.sign == "xla" and not self.nchw_float32
+                and self.compute_bytes == 4
+                and layer.type == "Dense" and isinstance(in_shape, tuple) and in_shape
+                and all(isinstance(d, int) for d in in_shape[1:])):
+            return None
+        units = next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
+        if not units:
+            return None
+        rows = self.batch
+        for d in in_shape[1:-1]:
+            rows *= d
+        features = in_shape[-1]
+        size = partial_bytes(rows, units, features) if backward else \
+            partial_bytes(rows, features, units)
+        if not size:
+            return None
+        return self.alloc(0, size, "scratch", f"{layer.name} split-K partial sums",
+                          layer.name)
 
     def keep_all_grads(self) -> bool:
         """Loss scaling (mixed_float16) under XLA checks every gradient before any update;

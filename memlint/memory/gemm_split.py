@@ -1,0 +1,60 @@
+"""How many partial products XLA's Triton GEMMs split a float32 matrix product into.
+
+Compiled for a Hopper GPU (whose matrix products are Triton fusions) without a device to
+autotune on, XLA splits the contracting dimension of a product ``[M, K] x [K, N]`` into
+``split`` slices and sums them afterwards: the slices' results are a ``f32[split, M, N]``
+temporary beside the product's output while it runs.  The split grows with ``sqrt(K / N)``,
+is capped by ``sqrt(K)``, shrinks once ``M`` passes 128 rows and keeps the temporary within
+8 MiB; a contracting size the slices do not divide into whole vectors of four is padded,
+both operands copied.  Fitted to 873 deviceless H100 plans of single products (``M``
+4-1024, ``K`` 64-49152, ``N`` 8-4096): 82% of the 474 whose temporary reaches 256 KiB
+within 10%, the rest within a factor of two (too many slices for some products of a
+contracting size of 256 to 1024, which XLA does not split, too few for some of 256 to 1024
+rows); products of a contracting size under 256 are taken as not split.  The A100's plans
+split less (half as many slices on the products tried) and are not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+
+PARTIALS_CAP = 8 * 2 ** 20  # bytes of partial sums a split keeps within
+MAX_SPLIT = 128
+
+
+def _floor_pow2(x: float) -> int:
+    return 0 if x < 1 else 2 ** int(math.floor(math.log2(x) + 1e-9))
+
+
+def _ceil_pow2(x: float) -> int:
+    return 1 if x <= 1 else 2 ** int(math.ceil(math.log2(x) - 1e-9))
+
+
+def split_k(rows: int, contracting: int, columns: int) -> int:
+    """The number of slices (0: not split) of a float32 ``[rows, contracting] x
+    [contracting, columns]`` product."""
+    if rows < 4 or contracting < 256 or columns < 8:
+        return 0
+    ideal = min(_floor_pow2(8 * math.sqrt(contracting / columns)),
+                _ceil_pow2(math.sqrt(contracting) / 2), MAX_SPLIT)
+    split = _floor_pow2(ideal / math.sqrt(max(1.0, rows / 128)))
+    capped = _floor_pow2(PARTIALS_CAP / 4 / (rows * columns))
+    if capped < split and ideal >= 4:
+        return max(capped, 2)
+    return split if split >= 4 else 0
+
+
+def partial_bytes(rows: int, contracting: int, columns: int) -> int:
+    """Bytes of what a split float32 product holds while it runs: the partial sums, and,
+    where the contracting size is no multiple of four elements per slice, copies of both
+    operands padded to one (measured: ``[8, 784] x [784, 512]`` splits 8 ways and pads to
+    800, ``f32[800, 512]`` and ``f32[8, 800]`` beside ``f32[8, 8, 512]``: 1,795,072 bytes)."""
+    split = split_k(rows, contracting, columns)
+    if not split:
+        return 0
+    size = split * rows * columns * 4
+    step = 4 * split
+    if contracting % step:
+        padded = -(-contracting // step) * step
+        size += (padded * columns + rows * padded) * 4
+    return size

@@ -1,0 +1,58 @@
+"""The split-K temporaries of float32 Dense products under XLA on Hopper
+(memlint/memory/gemm_split.py), against deviceless H100 plans of single products
+``jax.jit(lambda x, w: x @ w)`` (temp bytes, jax/jaxlib 0.10.2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlint.memory.gemm_split import partial_bytes, split_k
+from memlint.memory.profiles import XLA
+from tests.test_memory_walk import _tensors, estimate, graph_of
+
+# (rows, contracting, columns): the plan's temp bytes
+H100_PLANS = {
+    (8, 1024, 64): 32_768,
+    (32, 1024, 512): 524_288,
+    (128, 4096, 1024): 8_388_608,
+    (1024, 4096, 1024): 8_388_608,
+    (8, 49152, 16): 65_536,
+    (32, 49152, 2048): 8_388_608,
+    (8, 784, 512): 1_795_072,  # split 8, padded to 800: two copies beside the partial sums
+    (8, 784, 64): 272_384,  # split 16, padded to 832
+    (32, 7744, 128): 5_521_408,
+    (128, 3136, 128): 5_373_952,
+    (32, 9216, 512): 2_097_152,
+    (8, 64, 512): 0,  # too short a contracting dimension to split
+    (1024, 128, 64): 0,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(H100_PLANS))
+def test_partial_bytes_match_the_plans(shape):
+    assert partial_bytes(*shape) == H100_PLANS[shape]
+
+
+def test_the_split_is_a_power_of_two_within_its_cap():
+    for rows in (4, 32, 512):
+        for contracting in (256, 1000, 65536):
+            for columns in (8, 300, 4096):
+                split = split_k(rows, contracting, columns)
+                assert split == 0 or (split & (split - 1) == 0 and 2 <= split <= 128)
+                assert split * rows * columns * 4 <= 8 * 2 ** 20 or split == 2
+
+
+MLP = ("model = keras.Sequential([keras.Input((784,)), L.Dense(512, activation='relu'), "
+       "L.Dense(10)])")
+
+
+def test_the_walk_holds_the_partial_sums_while_the_product_runs_on_hopper_only():
+    graph = graph_of(MLP, batch=8, mode="infer")
+    hopper = estimate(graph, profile=XLA, compute_capability="9.0")
+    assert _tensors(hopper)["dense split-K partial sums"] == 1_795_072
+    for capability in ("8.0", "7.5"):
+        other = estimate(graph, profile=XLA, compute_capability=capability)
+        assert "dense split-K partial sums" not in _tensors(other)
+    mixed = graph_of(MLP, batch=8, mode="infer", policy="mixed_bfloat16")
+    assert "dense split-K partial sums" not in _tensors(
+        estimate(mixed, profile=XLA, compute_capability="9.0"))
