@@ -82,6 +82,9 @@ class Buffer:
     # XLA: written by a library call (a cuDNN convolution), one element of the call's tuple
     # result; XLA's fusions never write their output over such a buffer
     library: bool = False
+    # XLA: a gradient that is a broadcast of another (a global average pooling's input
+    # gradient), which the fusion reading it can recompute
+    broadcast: bool = False
 
     def at(self, batch: int, round_to: int = 0) -> int:
         size = self.per_sample * batch + self.fixed
@@ -104,6 +107,7 @@ class _Tensor:
     freed: bool = False
     producer: str = ""  # the type of the layer that made it
     relu: bool = False  # written by max(x, 0) (a ReLU, or a layer's activation="relu")
+    activated: bool = False  # written by an activation function (a layer or activation=)
     shape: Optional[tuple] = None  # batch first
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
 
@@ -475,6 +479,7 @@ class Walk:
             t.requires_grad = requires_grad
             t.producer = layer.type
             t.relu = _writes_relu(layer)
+            t.activated = _writes_activation(layer)
             t.strided = self.profile.pooled_outputs_strided and _window_pooling(layer, kind)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
@@ -821,6 +826,8 @@ class Walk:
             return
         scratch = []
         for s in call.scratch:
+            if s.what in _WINDOW_SCRATCH and self.fused_select_and_scatter(call):
+                continue
             size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
             count = s.count
             if self.gemm_workspace and s.what == "score gradients" and not self.partitioned:
@@ -877,6 +884,7 @@ class Walk:
                 continue
             t.grad = self.alloc(t.buf.per_sample, t.buf.fixed, "grad",
                                 f"gradient of {name}'s input", name)
+            t.grad.broadcast = layer.type in _BROADCAST_BACKWARD
             made = True
         if made:
             shape = layer.input_shapes[0] if layer.input_shapes else None
@@ -887,6 +895,16 @@ class Walk:
         for buf in scratch:
             self.release(buf)
         self.finish_call(call)
+
+    def fused_select_and_scatter(self, call: "_Call") -> bool:
+        """Under XLA a max pooling whose output gradient is a broadcast (a global average
+        pooling's) and whose input no activation function wrote scatters in one fusion,
+        with no window scratch (H100 plans of Conv2D, Conv2D + BatchNormalization or
+        + LayerNormalization, then MaxPooling2D and GlobalAveragePooling2D: exact without
+        it; after a ReLU, tanh, sigmoid or ELU the scratch is there)."""
+        return self.profile.sign == "xla" and bool(call.inputs) \
+            and not call.inputs[0].activated and any(
+                t.grad is not None and t.grad.broadcast for t in call.outputs)
 
     def activation_backward(self, call: "_Call") -> None:
         """Under XLA a layer's own activation is differentiated first: the incoming gradient
@@ -1096,6 +1114,8 @@ class Walk:
 _NO_CAST = frozenset({"BatchNormalization", "LayerNormalization", "GroupNormalization",
                       "Normalization"})
 # Layers whose input gradient is a broadcast of their output's.
+# Max pooling's select-and-scatter scratch (memlint/layers/pooling.py).
+_WINDOW_SCRATCH = frozenset({"window indices", "window values"})
 _BROADCAST_BACKWARD = frozenset({
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
     "RepeatVector"})
@@ -1130,6 +1150,16 @@ def _writes_relu(layer) -> bool:
     if layer.type == "ReLU":
         return not any(config.get(k) for k in ("max_value", "negative_slope", "threshold"))
     return config.get("activation") == "relu"
+
+
+def _writes_activation(layer) -> bool:
+    """Whether a call's output is an activation function's: an activation layer or a
+    layer's own ``activation=`` other than linear."""
+    kind = REGISTRY.get(layer.type)
+    if kind is not None and kind.family == "activations":
+        return True
+    activation = (layer.config or {}).get("activation")
+    return activation not in (None, "linear")
 
 
 def _window_pooling(layer, kind) -> bool:
