@@ -578,6 +578,23 @@ def test_max_pooling_into_global_pooling_scatters_without_window_scratch(before,
     assert "max_pooling2d window indices" in _tensors(flatten)  # a real gradient: scratch
 
 
+@pytest.mark.parametrize("channels, filters, plan_peak", [
+    (1, 64, 69_509_296), (48, 4, 18_937_488), (16, 16, 21_546_064)])
+def test_a_valid_strided_transposed_convolution_keeps_batch_minor_copies(
+        channels, filters, plan_peak):
+    """H100 plans (32x32 inputs, batch 32, Adam): the kernel gradient of a "valid"
+    Conv2DTranspose(strides=2) with several filters runs over batch-minor copies of its
+    input and of its output's gradient, not over the padded dilated input (which was 49%
+    under the plan with one channel and 64 filters, 124% over with 48 and 4)."""
+    body = (f"model = keras.Sequential([keras.Input((32, 32, {channels})), "
+            f"L.Conv2D({channels}, 1), L.Conv2DTranspose({filters}, 3, strides=2), "
+            "L.GlobalAveragePooling2D(), L.Dense(3)])")
+    b = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
+                 compute_capability="9.0")
+    assert 0 <= (b.peak - plan_peak) / plan_peak <= 0.25
+    assert "conv2d_transpose dilated input" not in _tensors(b)
+
+
 def test_loss_scaling_keeps_every_gradient_in_16_bits_under_xla():
     body = ("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512), "
             "L.Dense(1)])")

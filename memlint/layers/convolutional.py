@@ -379,7 +379,8 @@ class _ConvTranspose(_Conv):
         the zero-dilated input padded to the output plus the kernel; more channels run as
         cuDNN's backward-data convolution, into an output padded by one where ``"same"``
         padding is uneven (kernel minus stride odd); the kernel's gradient is computed over
-        the padded dilated input."""
+        the padded dilated input (with "valid" padding over one or two axes and several
+        filters, over batch-minor copies of the input and the output's gradient)."""
         out = list(super().saved(config, input_shape, output_shape))
         if all(s == 1 for s in config["strides"]) or input_shape is None \
                 or output_shape is None:
@@ -403,8 +404,18 @@ class _ConvTranspose(_Conv):
             wider = [o + (k - s) % 2 for o, k, s in zip(outs[spatial], kernel, strides)]
             out.append(Saved("padded output", shaped(wider, config["filters"]),
                              when="forward", profiles=_NOT_TORCH))
-        return out + [Saved("dilated input", dilated, needed_for="weights", when="backward",
-                           profiles=_NOT_TORCH)]
+        if config["filters"] == 1 or config["padding"] != "valid" or len(kernel) > 2:
+            return out + [Saved("dilated input", dilated, needed_for="weights",
+                                when="backward", profiles=_NOT_TORCH)]
+        # "valid", over one or two axes, several filters: the kernel's gradient is a
+        # convolution over batch-minor copies of the input and of the output's gradient,
+        # the stride a dilation of the window (H100 plans of 14x14 and 32x32 inputs, 1 to 48
+        # channels, 4 to 64 filters: within +25%, never under; the padded dilated input
+        # was up to 140% over and 49% under there)
+        return out + [Saved("input, batch-minor", tuple(input_shape), needed_for="weights",
+                            when="backward", profiles=_NOT_TORCH),
+                      Saved("output gradient, batch-minor", tuple(output_shape),
+                            needed_for="weights", when="backward", profiles=_NOT_TORCH)]
 
 
 @register
