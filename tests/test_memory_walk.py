@@ -595,6 +595,21 @@ def test_a_valid_strided_transposed_convolution_keeps_batch_minor_copies(
     assert "conv2d_transpose dilated input" not in _tensors(b)
 
 
+def test_small_and_matrix_vector_products_take_no_cublas_workspace_on_the_t4():
+    """T4 plan (batch 32, Adam) of a one-filter transposed convolution, pooled to one feature,
+    into Dense(3): peak 3,416,400 bytes, no 4 MiB cuBLAS workspace (XLA runs products whose
+    operands hold fewer than 100 elements, and matrix-vector ones, without cuBLAS)."""
+    body = ("model = keras.Sequential([keras.Input((14, 14, 16)), L.Conv2D(16, 1), "
+            "L.Conv2DTranspose(1, 5, strides=2, padding='same'), "
+            "L.GlobalAveragePooling2D(), L.Dense(3)])")
+    b = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
+                 compute_capability="7.5")
+    assert abs(b.peak - 3_416_400) / 3_416_400 < 0.01
+    from memlint.memory.walk import _not_a_gemm
+    assert _not_a_gemm(32, 1, 3) and _not_a_gemm(4, 250, 1) and _not_a_gemm(4, 8, 8)
+    assert not _not_a_gemm(32, 64, 64) and not _not_a_gemm(32, 784, 3)
+
+
 def test_loss_scaling_keeps_every_gradient_in_16_bits_under_xla():
     body = ("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512), "
             "L.Dense(1)])")

@@ -1026,6 +1026,9 @@ class Walk:
                 rows *= d
             if rows < 16 and shape[-1] < 16:
                 return None  # a product this small is an XLA loop, not a cuBLAS call
+            units = next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
+            if layer.type == "Dense" and units and _not_a_gemm(rows, shape[-1], units):
+                return None
         return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
 
     def split_partials(self, layer, in_shape, backward: bool) -> Optional[Buffer]:
@@ -1150,6 +1153,22 @@ def _writes_relu(layer) -> bool:
     if layer.type == "ReLU":
         return not any(config.get(k) for k in ("max_value", "negative_slope", "threshold"))
     return config.get("activation") == "relu"
+
+
+# XLA's GPU rewriter leaves a product whose two operands hold fewer elements than this to its
+# own loop emitters (xla_gpu_gemm_rewrite_size_threshold's default), and reduces a product of a
+# matrix and a vector (a side of size one) of fewer than MATVEC_LIMIT elements to a reduction.
+GEMM_REWRITE_MIN = 100
+MATVEC_LIMIT = 10_000_000
+
+
+def _not_a_gemm(rows: int, contracting: int, columns: int) -> bool:
+    """Whether a Dense product (``[rows, contracting] x [contracting, columns]``) and its
+    two backward products run without cuBLAS (T4 plan of ``Dense(3)`` on one feature at
+    batch 32: no 4 MiB workspace)."""
+    size = rows * contracting + contracting * columns
+    return size < GEMM_REWRITE_MIN or (min(rows, contracting, columns) == 1
+                                       and size + rows * columns < MATVEC_LIMIT)
 
 
 def _writes_activation(layer) -> bool:
