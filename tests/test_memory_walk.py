@@ -610,6 +610,22 @@ def test_small_and_matrix_vector_products_take_no_cublas_workspace_on_the_t4():
     assert not _not_a_gemm(32, 64, 64) and not _not_a_gemm(32, 784, 3)
 
 
+def test_a_float32_3d_convolution_reads_an_ncdhw_copy_of_the_batch_even_on_hopper():
+    """H100 plan (batch 4, SGD with momentum) of Conv3D(16, relu) on 8x32x32x3 clips into a
+    global pooling: peak 5,000,324 bytes, with ``f32[4,3,8,32,32]`` beside the batch."""
+    body = ("model = keras.Sequential([keras.Input((8, 32, 32, 3)), "
+            "L.Conv3D(16, 3, padding='same', activation='relu'), "
+            "L.GlobalAveragePooling3D(), L.Dense(10)])")
+    graph = graph_of(body, batch=4)
+    graph.setup = replace(graph.setup, optimizer=OptimizerSpec("sgd", {"momentum": 0.9}, "t"))
+    b = estimate(graph, profile=XLA, compute_capability="9.0")
+    assert abs(b.peak - 5_000_324) / 5_000_324 < 0.01
+    flat = body.replace("(8, 32, 32, 3)", "(32, 32, 3)").replace("Conv3D", "Conv2D") \
+        .replace("Pooling3D", "Pooling2D")
+    two_d = estimate(graph_of(flat, batch=4), profile=XLA, compute_capability="9.0")
+    assert not any("NCHW" in t["name"] for t in two_d.peak_at["tensors"])
+
+
 def test_loss_scaling_keeps_every_gradient_in_16_bits_under_xla():
     body = ("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512), "
             "L.Dense(1)])")

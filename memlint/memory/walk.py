@@ -969,12 +969,15 @@ class Walk:
 
     def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
         """The input batch transposed to NCHW for a float32 convolution that reads it on a
-        GPU before Hopper under XLA (kept for the kernel's gradient; measured on T4 plans:
-        ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch).  Not where the batch has
+        GPU before Hopper under XLA, and to NCDHW for a 3-D one on any GPU (kept for the
+        kernel's gradient; measured on T4 plans: ``f32[32,16,32,32]`` beside the
+        ``[32,32,32,16]`` batch; H100: ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip).  Not where the batch has
         one channel (a bitcast), is channels-first, or is padded first (the padded copy is
         written in NCHW)."""
-        if not (self.nchw_float32 and self.compute_bytes == 4 and kind is not None
-                and kind.family == "convolutional" and ins and ins[0] in self.data
+        volumetric = isinstance(in_shape, tuple) and len(in_shape) == 5
+        if not ((self.nchw_float32 or volumetric) and self.compute_bytes == 4
+                and kind is not None and kind.family == "convolutional" and ins
+                and ins[0] in self.data
                 and layer.config.get("data_format", "channels_last") == "channels_last"):
             return None
         if any(s.what == "padded input" for s in specs) or not isinstance(in_shape, tuple) \
