@@ -53,6 +53,16 @@ def test_the_walk_holds_the_partial_sums_while_the_product_runs_on_hopper_only()
     for capability in ("8.0", "7.5"):
         other = estimate(graph, profile=XLA, compute_capability=capability)
         assert "dense split-K partial sums" not in _tensors(other)
+    # 16-bit operands pad to 16 bytes per slice (784 -> 832 over 8 slices); the kernel's
+    # cast to 16 bits is written padded, so only the input is copied
     mixed = graph_of(MLP, batch=8, mode="infer", policy="mixed_bfloat16")
-    assert "dense split-K partial sums" not in _tensors(
-        estimate(mixed, profile=XLA, compute_capability="9.0"))
+    held = _tensors(estimate(mixed, profile=XLA, compute_capability="9.0"))
+    assert held["dense split-K partial sums"] == 8 * 8 * 512 * 4 + 8 * 832 * 2
+
+
+def test_float16_products_pad_to_sixteen_bytes_per_slice():
+    """Deviceless H100 plan of ``[32, 784] x [784, 512]`` in float16: temp 1,429,504 bytes
+    (8 slices of float32 partial sums and both operands padded to 832)."""
+    assert partial_bytes(32, 784, 512, itemsize=2) == 1_429_504
+    assert partial_bytes(32, 784, 512, itemsize=2, copy_right=False) == \
+        1_429_504 - 832 * 512 * 2

@@ -1,4 +1,4 @@
-"""How many partial products XLA's Triton GEMMs split a float32 matrix product into.
+"""How many partial products XLA's Triton GEMMs split a matrix product into.
 
 Compiled for a Hopper GPU (whose matrix products are Triton fusions) without a device to
 autotune on, XLA splits the contracting dimension of a product ``[M, K] x [K, N]`` into
@@ -10,7 +10,8 @@ both operands copied.  Fitted to 873 deviceless H100 plans of single products (`
 4-1024, ``K`` 64-49152, ``N`` 8-4096): 82% of the 474 whose temporary reaches 256 KiB
 within 10%, the rest within a factor of two (too many slices for some products of a
 contracting size of 256 to 1024, which XLA does not split, too few for some of 256 to 1024
-rows); products of a contracting size under 256 are taken as not split.  The A100's plans
+rows); products of a contracting size under 256 are taken as not split.  Float16 products
+split the same way (their partial sums are float32) and pad to 16 bytes per slice too.  The A100's plans
 split less (half as many slices on the products tried) and are not modelled.
 """
 
@@ -44,17 +45,21 @@ def split_k(rows: int, contracting: int, columns: int) -> int:
     return split if split >= 4 else 0
 
 
-def partial_bytes(rows: int, contracting: int, columns: int) -> int:
-    """Bytes of what a split float32 product holds while it runs: the partial sums, and,
-    where the contracting size is no multiple of four elements per slice, copies of both
-    operands padded to one (measured: ``[8, 784] x [784, 512]`` splits 8 ways and pads to
-    800, ``f32[800, 512]`` and ``f32[8, 800]`` beside ``f32[8, 8, 512]``: 1,795,072 bytes)."""
+def partial_bytes(rows: int, contracting: int, columns: int, itemsize: int = 4,
+                  copy_right: bool = True) -> int:
+    """Bytes of what a split product of ``itemsize``-byte operands holds while it runs: the
+    float32 partial sums, and, where the contracting size is no multiple of 16 bytes per
+    slice, copies of both operands padded to one (measured: ``[8, 784] x [784, 512]`` in
+    float32 splits 8 ways and pads to 800, ``f32[800, 512]`` and ``f32[8, 800]`` beside
+    ``f32[8, 8, 512]``: 1,795,072 bytes; ``[32, 784] x [784, 512]`` in float16 pads to 832:
+    1,429,504 bytes).  ``copy_right=False``: the right operand is written padded where it is
+    made (a weight cast to 16 bits for the product), so only the left one is copied."""
     split = split_k(rows, contracting, columns)
     if not split:
         return 0
     size = split * rows * columns * 4
-    step = 4 * split
+    step = 16 // itemsize * split
     if contracting % step:
         padded = -(-contracting // step) * step
-        size += (padded * columns + rows * padded) * 4
+        size += ((padded * columns if copy_right else 0) + rows * padded) * itemsize
     return size

@@ -1036,10 +1036,10 @@ class Walk:
 
     def split_partials(self, layer, in_shape, backward: bool) -> Optional[Buffer]:
         """The partial sums of a Dense product XLA splits along its contracting dimension
-        (:mod:`memlint.memory.gemm_split`): float32 products on GPUs whose products are
-        Triton fusions, the forward's ``x @ W`` and the backward's ``dy @ W.T``."""
+        (:mod:`memlint.memory.gemm_split`) on Hopper: float32 and 16-bit products, the
+        forward's ``x @ W`` and the backward's ``dy @ W.T``."""
         if not (self.profile.sign == "xla" and not self.nchw_float32
-                and self.compute_bytes == 4
+                and self.compute_bytes in (2, 4)
                 and layer.type == "Dense" and isinstance(in_shape, tuple) and in_shape
                 and all(isinstance(d, int) for d in in_shape[1:])):
             return None
@@ -1050,8 +1050,10 @@ class Walk:
         for d in in_shape[1:-1]:
             rows *= d
         features = in_shape[-1]
-        size = partial_bytes(rows, units, features) if backward else \
-            partial_bytes(rows, features, units)
+        # mixed precision casts the kernel for the product: the cast is the padded copy
+        cast = self.prec.policy.startswith("mixed_")
+        size = partial_bytes(rows, units, features, self.compute_bytes, not cast) \
+            if backward else partial_bytes(rows, features, units, self.compute_bytes, not cast)
         if not size:
             return None
         return self.alloc(0, size, "scratch", f"{layer.name} split-K partial sums",
