@@ -173,6 +173,7 @@ class Walk:
         self.calls_left: dict = {}
         self.call_order: list = []
         self.early_scratch: dict = {}  # (layer, call, what) -> scratch allocated before it
+        self.deferred: list = []  # (layer, gradient bytes, holds): weight gradients made last
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -314,6 +315,7 @@ class Walk:
             for call in reversed(calls):
                 if call is not None:
                     self.backward(call)
+            self.deferred_weight_gradients()
             combined = self.all_reduce_copy()
             if combined is not None:
                 self.event("update", "all-reduce")
@@ -849,10 +851,18 @@ class Walk:
                 size = size * self.prec.compute_bytes // self.prec.variable_bytes
             elif not keep:
                 size = size * self.gradient_copies(layer) - self.updated_in_place(layer, last)
-            grads = self.alloc(0, size, "gradients", f"{name} weight gradients", name)
-            self.weight_grads[name] = grads
-            if keep:
-                self.kept_grads.append(grads)
+            if not keep and self.deferrable(call, size, last):
+                grads_out = [t.grad for t in call.outputs if t.grad is not None]
+                for buf in grads_out:
+                    self.ref(buf)  # the product reads the output's gradient too
+                self.deferred.append((layer, size, [h for h in call.holds if h[1]],
+                                      grads_out))
+                call.holds = [h for h in call.holds if not h[1]]
+            else:
+                grads = self.alloc(0, size, "gradients", f"{name} weight gradients", name)
+                self.weight_grads[name] = grads
+                if keep:
+                    self.kept_grads.append(grads)
         self.event("backward", name)
         self.release(relayout)
         grads = self.weight_grads.get(name)
@@ -895,6 +905,36 @@ class Walk:
         for buf in scratch:
             self.release(buf)
         self.finish_call(call)
+
+    def deferrable(self, call: "_Call", size: int, single_call: bool) -> bool:
+        """Under XLA a Dense kernel's gradient product and its update depend on nothing the
+        rest of the backward needs: the memory-minimising scheduler runs them once the
+        larger activations are gone, keeping the layer's input and its output's gradient (both
+        smaller) until then (T4 and
+        H100 plans of VGG blocks into a 4608x256 Dense: no kernel gradient beside the
+        convolutions' activations).  Deferred when the gradient outweighs what it keeps."""
+        if not (self.profile.sign == "xla" and single_call and size > 0
+                and call.layer.type == "Dense" and self.train):
+            return False
+        kept = sum((item.at(self.batch) if isinstance(item, Buffer)
+                    else item.buf.at(self.batch)) for item, weights in call.holds if weights)
+        kept += sum(t.grad.at(self.batch) for t in call.outputs if t.grad is not None)
+        return kept < size
+
+    def deferred_weight_gradients(self) -> None:
+        """The deferred weight gradients, one moment each, after the rest of the backward."""
+        for layer, size, holds, grads_out in self.deferred:
+            grads = self.alloc(0, size, "gradients", f"{layer.name} weight gradients",
+                               layer.name)
+            workspace = self.workspace(layer)
+            self.event("backward", layer.name)
+            self.release(workspace)
+            self.release(grads)
+            for buf in grads_out:
+                self.release(buf)
+            for item, _ in holds:
+                self.unhold(item)
+        self.deferred = []
 
     def fused_select_and_scatter(self, call: "_Call") -> bool:
         """Under XLA a max pooling whose output gradient is a broadcast (a global average
@@ -974,7 +1014,8 @@ class Walk:
         ``[32,32,32,16]`` batch; H100: ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip).  Not where the batch has
         one channel (a bitcast), is channels-first, or is padded first (the padded copy is
         written in NCHW)."""
-        volumetric = isinstance(in_shape, tuple) and len(in_shape) == 5
+        volumetric = self.profile.sign == "xla" and isinstance(in_shape, tuple) \
+            and len(in_shape) == 5
         if not ((self.nchw_float32 or volumetric) and self.compute_bytes == 4
                 and kind is not None and kind.family == "convolutional" and ins
                 and ins[0] in self.data
@@ -1036,9 +1077,10 @@ class Walk:
 
     def split_partials(self, layer, in_shape, backward: bool) -> Optional[Buffer]:
         """The partial sums of a Dense product XLA splits along its contracting dimension
-        (:mod:`memlint.memory.gemm_split`) on Hopper: float32 and 16-bit products, the
-        forward's ``x @ W`` and the backward's ``dy @ W.T``."""
-        if not (self.profile.sign == "xla" and not self.nchw_float32
+        (:mod:`memlint.memory.gemm_split`) where products are Triton fusions (Ampere and
+        Hopper): float32 and 16-bit products, the forward's ``x @ W`` and the backward's
+        ``dy @ W.T``."""
+        if not (self.profile.sign == "xla" and not self.gemm_workspace
                 and self.compute_bytes in (2, 4)
                 and layer.type == "Dense" and isinstance(in_shape, tuple) and in_shape
                 and all(isinstance(d, int) for d in in_shape[1:])):
