@@ -1011,12 +1011,13 @@ class Walk:
         """The input batch transposed to NCHW for a float32 convolution that reads it on a
         GPU before Hopper under XLA, and to NCDHW for a 3-D one on any GPU (kept for the
         kernel's gradient; measured on T4 plans: ``f32[32,16,32,32]`` beside the
-        ``[32,32,32,16]`` batch; H100: ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip).  Not where the batch has
-        one channel (a bitcast), is channels-first, or is padded first (the padded copy is
-        written in NCHW)."""
+        ``[32,32,32,16]`` batch; H100: ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip, in the
+        compute dtype under a mixed policy).  Not where the batch has one channel (a
+        bitcast), is channels-first, or is padded first (the padded copy is written in
+        NCHW)."""
         volumetric = self.profile.sign == "xla" and isinstance(in_shape, tuple) \
             and len(in_shape) == 5
-        if not ((self.nchw_float32 or volumetric) and self.compute_bytes == 4
+        if not ((self.nchw_float32 and self.compute_bytes == 4 or volumetric)
                 and kind is not None and kind.family == "convolutional" and ins
                 and ins[0] in self.data
                 and layer.config.get("data_format", "channels_last") == "channels_last"):
@@ -1024,7 +1025,7 @@ class Walk:
         if any(s.what == "padded input" for s in specs) or not isinstance(in_shape, tuple) \
                 or len(in_shape) < 3 or in_shape[-1] == 1:
             return None
-        size = self.shape_size(in_shape, self.prec.variable_bytes)
+        size = self.shape_size(in_shape, self.compute_bytes)  # a 16-bit step casts it too
         if size is None:
             return None
         return self.alloc(*size, "relayouts", f"{layer.name} input batch in NCHW",
