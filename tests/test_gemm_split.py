@@ -51,6 +51,7 @@ def test_the_walk_holds_the_partial_sums_while_the_product_runs_on_triton_gpus()
     for capability in ("9.0", "8.0"):
         triton = estimate(graph, profile=XLA, compute_capability=capability)
         assert _tensors(triton)["dense split-K partial sums"] == 1_795_072
+        assert {p.name: p.bytes for p in triton.parts}["matrix-product scratch"] == 1_795_072
     cublas = estimate(graph, profile=XLA, compute_capability="7.5")  # the T4: cuBLAS
     assert "dense split-K partial sums" not in _tensors(cublas)
     # 16-bit operands pad to 16 bytes per slice (784 -> 832 over 8 slices); the kernel's

@@ -107,6 +107,8 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
         "scratch": "buffers a layer's backward needs while it runs (pooling indices, "
                    "attention score gradients, embedding table gradients)",
         "casts": "the weights cast to the compute dtype for the layers' calls",
+        "work": "what a matrix product holds while it runs under XLA without autotuning "
+                "(split-K partial sums, operands padded for the split)",
         "relayouts": "a convolution kernel copied into cuDNN's layout while the layer (or "
                      "its backward) runs; before Ampere, the input batch transposed to "
                      "NCHW for the first convolution",

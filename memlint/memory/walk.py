@@ -59,6 +59,7 @@ KINDS = {
     "scratch": ("backward scratch", "other"),
     "casts": ("16-bit weight copies", "other"),
     "relayouts": ("copies in cuDNN's layout", "other"),
+    "work": ("matrix-product scratch", "other"),
 }
 
 
@@ -1099,7 +1100,7 @@ class Walk:
             if backward else partial_bytes(rows, features, units, self.compute_bytes, not cast)
         if not size:
             return None
-        return self.alloc(0, size, "scratch", f"{layer.name} split-K partial sums",
+        return self.alloc(0, size, "work", f"{layer.name} split-K partial sums",
                           layer.name)
 
     def keep_all_grads(self) -> bool:

@@ -212,7 +212,7 @@ _PHASES = {"forward": "forward", "backward": "backward", "update": "update"}
 _KIND_NAMES = {"saved": "kept for backward", "live": "live", "grad": "activation gradient",
                "gradients": "weight gradients", "weights": "weights", "optimizer": "slots",
                "data": "input", "targets": "targets", "scratch": "backward scratch",
-               "casts": "16-bit weights"}
+               "casts": "16-bit weights", "work": "matrix-product scratch"}
 
 
 def timeline_lines(breakdown) -> list:
