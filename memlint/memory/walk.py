@@ -14,7 +14,10 @@ The walk replays what a backend does with memory during one step, in execution o
   (and any scratch its backward needs), then the gradients of its inputs; each call's saved
   tensors are released when its backward is done, each activation gradient when the call
   that produced the activation is done with it.  Layers that do not train and have nothing
-  trainable before them save nothing and run no backward (a frozen backbone at the bottom);
+  trainable before them save nothing and run no backward (a frozen backbone at the bottom).
+  Under XLA a layer's own activation is differentiated before its weight gradient, and a
+  Dense kernel's gradient larger than what its product reads is made after the rest of the
+  backward, as XLA's scheduler places it;
 * **update**: the profile decides whether the weight gradients were consumed by the update as
   they were produced (XLA) or all wait for it (TensorFlow graph mode, PyTorch's ``.grad``).
 
@@ -174,7 +177,9 @@ class Walk:
         self.calls_left: dict = {}
         self.call_order: list = []
         self.early_scratch: dict = {}  # (layer, call, what) -> scratch allocated before it
-        self.deferred: list = []  # (layer, gradient bytes, holds): weight gradients made last
+        # weight gradients made after the rest of the backward: (layer, bytes, the holds and
+        # the output gradients the product reads)
+        self.deferred: list = []
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -910,10 +915,10 @@ class Walk:
     def deferrable(self, call: "_Call", size: int, single_call: bool) -> bool:
         """Under XLA a Dense kernel's gradient product and its update depend on nothing the
         rest of the backward needs: the memory-minimising scheduler runs them once the
-        larger activations are gone, keeping the layer's input and its output's gradient (both
-        smaller) until then (T4 and
-        H100 plans of VGG blocks into a 4608x256 Dense: no kernel gradient beside the
-        convolutions' activations).  Deferred when the gradient outweighs what it keeps."""
+        larger activations are gone, keeping the layer's input and its output's gradient
+        until then (T4 and H100 plans of VGG blocks into a 4608x256 Dense: no kernel
+        gradient beside the convolutions' activations).  Deferred when the gradient
+        outweighs what it keeps."""
         if not (self.profile.sign == "xla" and single_call and size > 0
                 and call.layer.type == "Dense" and self.train):
             return False
@@ -1165,9 +1170,9 @@ class Walk:
 
 _NO_CAST = frozenset({"BatchNormalization", "LayerNormalization", "GroupNormalization",
                       "Normalization"})
-# Layers whose input gradient is a broadcast of their output's.
 # Max pooling's select-and-scatter scratch (memlint/layers/pooling.py).
 _WINDOW_SCRATCH = frozenset({"window indices", "window values"})
+# Layers whose input gradient is a broadcast of their output's.
 _BROADCAST_BACKWARD = frozenset({
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
     "RepeatVector"})
