@@ -6,15 +6,16 @@ into ``split`` slices and sums them afterwards: the slices' results are a
 ``f32[split, M, N]`` temporary beside the product's output while it runs.  The split grows
 with ``sqrt(K / N)``, is capped by ``sqrt(K)``, shrinks once ``M`` passes 128 rows and keeps
 the temporary within 8 MiB; a contracting size the slices do not divide into whole 16-byte
-vectors (four float32 elements each) is padded, both operands copied.  Fitted to 873 deviceless H100 plans of single
-products (``M`` 4-1024, ``K`` 64-49152, ``N`` 8-4096): 82% of the 474 whose temporary
-reaches 256 KiB within 10%, the rest within a factor of two (too many slices for some
-products of a contracting size of 256 to 1024, which XLA does not split, too few for some of
-256 to 1024 rows); products of a contracting size under 256 are taken as not split.  Float16
-products split the same way (their partial sums are float32) and pad to 16-byte vectors of
-eight elements.  The A100 splits some products in half as many slices (the 784-wide MNIST products: the
-estimate is 10-13% over there) and others as the H100 does (a 7200-wide VGG head: 16 slices,
-a 7232-long padded copy of its kernel); the H100's rule is used for both, on the safe side.
+vectors (four float32 elements each) is padded, both operands copied.  Fitted to 873
+deviceless H100 plans of single products (``M`` 4-1024, ``K`` 64-49152, ``N`` 8-4096): 82%
+of the 474 whose temporary reaches 256 KiB within 10%, the rest within a factor of two (too
+many slices for some products of a contracting size of 256 to 1024, which XLA does not
+split, too few for some of 256 to 1024 rows); products of a contracting size under 256 are
+taken as not split.  Float16 products split the same way (their partial sums are float32)
+and pad to 16-byte vectors of eight elements.  The A100 splits some products in half as
+many slices (the 784-wide MNIST products: the estimate is 10-13% over there) and others as
+the H100 does (a 7200-wide VGG head: 16 slices, a 7232-long padded copy of its kernel); the
+H100's rule is used for both, on the safe side.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def _ceil_pow2(x: float) -> int:
 
 
 def split_k(rows: int, contracting: int, columns: int) -> int:
-    """The number of slices (0: not split) of a float32 ``[rows, contracting] x
-    [contracting, columns]`` product."""
+    """The number of slices (0: not split) of a ``[rows, contracting] x
+    [contracting, columns]`` product (its operands' dtype does not change it)."""
     if rows < 4 or contracting < 256 or columns < 8:
         return 0
     ideal = min(_floor_pow2(8 * math.sqrt(contracting / columns)),

@@ -833,8 +833,9 @@ class Walk:
             self.finish_call(call)  # nothing reached this call's outputs
             return
         scratch = []
+        fused = self.fused_select_and_scatter(call)
         for s in call.scratch:
-            if s.what in _WINDOW_SCRATCH and self.fused_select_and_scatter(call):
+            if fused and s.what in _WINDOW_SCRATCH:
                 continue
             size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
             count = s.count
@@ -1072,15 +1073,20 @@ class Walk:
         if (nested or layer.type in ("Dense", "EinsumDense")) and isinstance(shape, tuple) \
                 and shape \
                 and all(isinstance(d, int) for d in shape[1:]):
-            rows = self.batch
-            for d in shape[1:-1]:
-                rows *= d
+            rows, units = self.product_rows(shape), _units(layer)
             if rows < 16 and shape[-1] < 16:
                 return None  # a product this small is an XLA loop, not a cuBLAS call
-            units = next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
             if layer.type == "Dense" and units and _not_a_gemm(rows, shape[-1], units):
                 return None
         return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
+
+    def product_rows(self, in_shape: tuple) -> int:
+        """The rows of a Dense product over an input of ``in_shape``: the batch times every
+        axis but the last."""
+        rows = self.batch
+        for d in in_shape[1:-1]:
+            rows *= d
+        return rows
 
     def split_partials(self, layer, in_shape, backward: bool) -> Optional[Buffer]:
         """The partial sums of a Dense product XLA splits along its contracting dimension
@@ -1092,13 +1098,10 @@ class Walk:
                 and layer.type == "Dense" and isinstance(in_shape, tuple) and in_shape
                 and all(isinstance(d, int) for d in in_shape[1:])):
             return None
-        units = next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
+        units = _units(layer)
         if not units:
             return None
-        rows = self.batch
-        for d in in_shape[1:-1]:
-            rows *= d
-        features = in_shape[-1]
+        rows, features = self.product_rows(in_shape), in_shape[-1]
         # mixed precision casts the kernel for the product: the cast is the padded copy
         cast = self.prec.policy.startswith("mixed_")
         size = partial_bytes(rows, units, features, self.compute_bytes, not cast) \
@@ -1214,6 +1217,11 @@ def _writes_relu(layer) -> bool:
 # matrix and a vector (a side of size one) of fewer than MATVEC_LIMIT elements to a reduction.
 GEMM_REWRITE_MIN = 100
 MATVEC_LIMIT = 10_000_000
+
+
+def _units(layer) -> Optional[int]:
+    """The output width of a layer's matrix product: its 2-D kernel's last axis."""
+    return next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
 
 
 def _not_a_gemm(rows: int, contracting: int, columns: int) -> bool:
