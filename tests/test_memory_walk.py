@@ -829,6 +829,30 @@ def test_a_shared_nested_model_counts_its_weights_once_and_keeps_each_call():
     assert any(name.startswith("functional/") for name in kept)
 
 
+SHARED_ENCODER = ("emb, rnn, proj = L.Embedding(50, 8), L.GRU(4, return_sequences=True), "
+                  "L.Dense(6)\n"
+                  "q, d = keras.Input((12,), dtype='int32'), keras.Input((20,), dtype='int32')\n")
+
+
+@pytest.mark.parametrize("profile", [XLA, TF_GRAPH, TORCH], ids=lambda p: p.name)
+def test_a_nested_model_called_on_other_lengths_walks_each_call_on_its_own(profile):
+    """An encoder built on ``(None,)`` tokens and called on 12 and on 20: each call's
+    layers are re-derived on that call's lengths (a recurrence keeps its steps' buffers for
+    20 steps, not nothing), so the step is the one of the same shared layers called on
+    each input directly."""
+    flat = graph_of(SHARED_ENCODER + "model = keras.Model([q, d], L.Concatenate(axis=1)("
+                    "[proj(rnn(emb(q))), proj(rnn(emb(d)))]))", batch=16, optimizer="adam")
+    nested = graph_of(SHARED_ENCODER + "t = keras.Input((None,), dtype='int32')\n"
+                      "encoder = keras.Model(t, proj(rnn(emb(t))))\n"
+                      "model = keras.Model([q, d], L.Concatenate(axis=1)("
+                      "[encoder(q), encoder(d)]))", batch=16, optimizer="adam")
+    assert nested.params == flat.params
+    got, want = estimate(nested, profile=profile), estimate(flat, profile=profile)
+    assert got.peak == want.peak
+    steps = [t for t in got.peak_at["tensors"] if "steps'" in t["name"]]
+    assert steps and all(t["layer"].startswith("functional/") for t in steps)
+
+
 def test_a_frozen_nested_model_keeps_nothing_at_the_bottom():
     body = NESTED["sequential"].replace("model = keras.Sequential(",
                                         "block.trainable = False\nmodel = keras.Sequential(")

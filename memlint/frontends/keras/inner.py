@@ -6,14 +6,16 @@ its coarser account of the call)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
 
 from memlint.frontends.keras import operations
-from memlint.frontends.keras.nested import sequential_input
+from memlint.frontends.keras.nested import inbound_shapes, rerun_functional, sequential_input
 from memlint.frontends.keras.order import functional_order
-from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
-                                            SequentialModel, TensorOp)
+from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer,
+                                            OpaqueLayer, SequentialModel, TensorOp)
 from memlint.ir import InnerCalls, as_shape_list
+from memlint.layers.base import LayerError, UnresolvedArgument
 
 
 def inner_calls(layer, record, node_of: Callable) -> Optional[InnerCalls]:
@@ -57,8 +59,15 @@ def _parents(layer, index: int, names=None) -> list:
 
 def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]:
     declared = [t.shape for t in model.inputs]
-    if not _same_but_batch(declared, as_shape_list(record.input_shapes)):
-        return None  # called on other sizes than it was built on: not re-derived here
+    given = as_shape_list(record.input_shapes)
+    computed = None
+    if not _same_but_batch(declared, given):
+        # called on other sizes than it was built on (an encoder built on ``(None,)`` and
+        # called on 12 and 20 tokens): each call inside is re-derived on this call's sizes
+        try:
+            computed = rerun_functional(model, given)
+        except (LayerError, UnresolvedArgument):
+            return None
     inputs = {}
     for position, tensor in enumerate(model.inputs):
         if tensor.producer:
@@ -71,11 +80,15 @@ def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]
         for index in sorted(indices):
             if isinstance(layer, TensorOp):  # an operation: a node of the memory model's
                 op = operations.node(layer, index, names)
+                if op is not None and computed is not None:
+                    op = _resized(op, layer, index, computed)
                 if op is not None:
                     nodes.append(op)
                     ids.append(index)
                 continue
             node = _one(layer, index, node_of, _parents(layer, index, names))
+            if node is not None and computed is not None:
+                node = _resized(node, layer, index, computed)
             if node is None:
                 return None
             nodes.append(node)
@@ -84,6 +97,23 @@ def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]
         return None
     outputs = [(names(t.producer[0]), t.producer[1], t.producer[2]) for t in model.outputs]
     return InnerCalls(nodes, ids, inputs, outputs, mapped=True)
+
+
+def _resized(node, layer, index: int, computed: dict):
+    """``node`` (one call of ``layer`` inside a functional model) on the sizes re-derived
+    for the outer call; None when its inside would need re-deriving too (a model or a
+    layer class of the file called on new sizes)."""
+    record = layer.calls[index]
+    ins, out = inbound_shapes(record, computed), computed.get((id(layer), index))
+    if out is None:
+        return None
+    if ins == record.input_shapes and out == record.output_shape:
+        return node
+    if not isinstance(layer, (LayerRef, TensorOp)):
+        return None
+    if isinstance(layer, TensorOp) and isinstance(ins, list) and len(ins) == 1:
+        ins = ins[0]  # one operand: a layer's single input, as operations.node gives it
+    return replace(node, input_shapes=[ins], output_shapes=[out], inner_shapes=[])
 
 
 def _sequential(model: SequentialModel, record, node_of) -> Optional[InnerCalls]:

@@ -91,7 +91,7 @@ def _shape_of(producer, computed: dict) -> Any:
     return out
 
 
-def _inbound_shapes(record, computed: dict) -> Any:
+def inbound_shapes(record, computed: dict) -> Any:
     """The (re-derived) input shapes of a recorded call, structured as recorded."""
     parents = _input_parents(record)
     if parents is None:
@@ -126,7 +126,7 @@ def _rerun_call(layer, record, computed: dict, depth: int) -> Any:
     if parents is None or not isinstance(layer, (ModelLayer, LayerRef)):
         raise UnresolvedArgument("inputs", f"layer '{layer.name}' cannot be re-run on the "
                                            "new input shape")
-    shapes = _inbound_shapes(record, computed)
+    shapes = inbound_shapes(record, computed)
     if isinstance(layer, ModelLayer):
         return nested_output(layer.model, shapes, depth + 1)
     out = registry.call(layer.instance, shapes)[0]
@@ -192,7 +192,7 @@ def nested_activation_shapes(model, shapes, depth: int = 0) -> list:
                 record = layer.calls[index]
                 if isinstance(layer, ModelLayer) and record.input_shapes is not None:
                     made += nested_activation_shapes(
-                        layer.model, _inbound_shapes(record, computed), depth + 1)
+                        layer.model, inbound_shapes(record, computed), depth + 1)
                 made.extend(as_shape_list(computed.get((id(layer), index),
                                                        record.output_shape)))
         finals = [_shape_of(t.producer, computed) if t.producer else t.shape
