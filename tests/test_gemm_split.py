@@ -25,6 +25,13 @@ H100_PLANS = {
     (32, 9216, 512): 2_097_152,
     (8, 64, 512): 0,  # too short a contracting dimension to split
     (1024, 128, 64): 0,
+    # a contracting size of 128 to 255 splits from 393,216 multiply-adds on
+    (32, 128, 128): 131_072,  # a 128-wide Dense's input gradient at batch 32
+    (64, 128, 256): 262_144,
+    (16, 192, 128): 65_536,
+    (32, 255, 64): 163_840,  # padded to 256: both operands copied
+    (16, 160, 128): 0,
+    (32, 128, 64): 0,
 }
 
 
@@ -40,6 +47,22 @@ def test_the_split_is_a_power_of_two_within_its_cap():
                 split = split_k(rows, contracting, columns)
                 assert split == 0 or (split & (split - 1) == 0 and 2 <= split <= 128)
                 assert split * rows * columns * 4 <= 8 * 2 ** 20 or split == 2
+
+
+def test_the_a100_does_not_split_short_contracting_sizes():
+    """A100 plan of ``[32, 128] x [128, 128]``: no temporary (the H100 splits it in 8): a
+    128-wide Dense's input gradient at batch 32 holds partial sums on the H100 only."""
+    assert partial_bytes(32, 128, 128, short=False) == 0
+    assert partial_bytes(32, 1024, 512, short=False) == H100_PLANS[(32, 1024, 512)]
+    graph = graph_of("model = keras.Sequential([keras.Input((32,)), "
+                     "L.Dense(128, activation='relu'), L.Dense(128), L.Dense(5)])", batch=32)
+    scratch = []
+    for capability in ("9.0", "8.0"):
+        breakdown = estimate(graph, profile=XLA, compute_capability=capability)
+        scratch.append(max(m["bytes"] for m in breakdown.timeline))
+    hopper = _tensors(estimate(graph, profile=XLA, compute_capability="9.0"))
+    assert hopper.get("dense_1 split-K partial sums") == 131_072
+    assert scratch[0] > scratch[1]
 
 
 MLP = ("model = keras.Sequential([keras.Input((784,)), L.Dense(512, activation='relu'), "

@@ -10,8 +10,14 @@ vectors (four float32 elements each) is padded, both operands copied.  Fitted to
 deviceless H100 plans of single products (``M`` 4-1024, ``K`` 64-49152, ``N`` 8-4096): 82%
 of the 474 whose temporary reaches 256 KiB within 10%, the rest within a factor of two (too
 many slices for some products of a contracting size of 256 to 1024, which XLA does not
-split, too few for some of 256 to 1024 rows); products of a contracting size under 256 are
-taken as not split.  Float16 products split the same way (their partial sums are float32)
+split, too few for some of 256 to 1024 rows).  A contracting size of 128 to 255 splits the
+same way once the product reaches 393,216 multiply-adds (a 128-wide Dense's input gradient
+at batch 32: ``f32[8, 32, 128]``); on 132 such H100 plans the count of slices is XLA's in
+106, more than XLA's in 12 (XLA does not split a 512-wide product of 16 to 64 rows) and
+fewer in 14 (XLA's two-slice splits of products of 128K output elements, and some of a
+contracting size of 255).  The A100 splits such products in half as many slices or not
+at all (a 128-wide input gradient at batch 32: not split), so they are taken as not split
+there.  Shorter contracting sizes are not split.  Float16 products split the same way (their partial sums are float32)
 and pad to 16-byte vectors of eight elements.  The A100 splits some products in half as
 many slices (the 784-wide MNIST products: the estimate is 10-13% over there) and others as
 the H100 does (a 7200-wide VGG head: 16 slices, a 7232-long padded copy of its kernel); the
@@ -24,6 +30,8 @@ import math
 
 PARTIALS_CAP = 8 * 2 ** 20  # bytes of partial sums a split keeps within
 MAX_SPLIT = 128
+# a contracting size of 128 to 255 is split only from this many multiply-adds on
+SHORT_MIN_WORK = 3 * 2 ** 17
 
 
 def _floor_pow2(x: float) -> int:
@@ -34,10 +42,13 @@ def _ceil_pow2(x: float) -> int:
     return 1 if x <= 1 else 2 ** int(math.ceil(math.log2(x) - 1e-9))
 
 
-def split_k(rows: int, contracting: int, columns: int) -> int:
+def split_k(rows: int, contracting: int, columns: int, short: bool = True) -> int:
     """The number of slices (0: not split) of a ``[rows, contracting] x
-    [contracting, columns]`` product (its operands' dtype does not change it)."""
-    if rows < 4 or contracting < 256 or columns < 8:
+    [contracting, columns]`` product (its operands' dtype does not change it);
+    ``short=False``: a contracting size under 256 is not split (the A100)."""
+    if rows < 4 or contracting < (128 if short else 256) or columns < 8:
+        return 0
+    if contracting < 256 and rows * contracting * columns < SHORT_MIN_WORK:
         return 0
     ideal = min(_floor_pow2(8 * math.sqrt(contracting / columns)),
                 _ceil_pow2(math.sqrt(contracting) / 2), MAX_SPLIT)
@@ -49,15 +60,16 @@ def split_k(rows: int, contracting: int, columns: int) -> int:
 
 
 def partial_bytes(rows: int, contracting: int, columns: int, itemsize: int = 4,
-                  copy_right: bool = True) -> int:
+                  copy_right: bool = True, short: bool = True) -> int:
     """Bytes of what a split product of ``itemsize``-byte operands holds while it runs: the
     float32 partial sums, and, where the contracting size is no multiple of 16 bytes per
     slice, copies of both operands padded to one (measured: ``[8, 784] x [784, 512]`` in
     float32 splits 8 ways and pads to 800, ``f32[800, 512]`` and ``f32[8, 800]`` beside
     ``f32[8, 8, 512]``: 1,795,072 bytes; ``[32, 784] x [784, 512]`` in float16 pads to 832:
     1,429,504 bytes).  ``copy_right=False``: the right operand is written padded where it is
-    made (a weight cast to 16 bits for the product), so only the left one is copied."""
-    split = split_k(rows, contracting, columns)
+    made (a weight cast to 16 bits for the product), so only the left one is copied.
+    ``short``: see :func:`split_k`."""
+    split = split_k(rows, contracting, columns, short)
     if not split:
         return 0
     size = split * rows * columns * 4

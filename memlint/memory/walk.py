@@ -1104,8 +1104,11 @@ class Walk:
         rows, features = self.product_rows(in_shape), in_shape[-1]
         # mixed precision casts the kernel for the product: the cast is the padded copy
         cast = self.prec.policy.startswith("mixed_")
-        size = partial_bytes(rows, units, features, self.compute_bytes, not cast) \
-            if backward else partial_bytes(rows, features, units, self.compute_bytes, not cast)
+        # before Hopper (the A100) short contracting sizes are taken as not split
+        short = not self.nchw_float32
+        size = partial_bytes(rows, units, features, self.compute_bytes, not cast, short) \
+            if backward else partial_bytes(rows, features, units, self.compute_bytes,
+                                           not cast, short)
         if not size:
             return None
         return self.alloc(0, size, "work", f"{layer.name} split-K partial sums",
