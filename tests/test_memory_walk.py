@@ -532,6 +532,23 @@ def test_plain_sgd_updates_dense_kernels_inside_the_product_on_triton_gpus():
     assert tf.category("gradients") == trainable  # TensorFlow makes every gradient
 
 
+def test_xla_updates_a_weight_only_after_its_input_gradient_has_read_it():
+    """The update writes the donated weights in place, so under XLA a layer's weight
+    gradient lives until the product making its input gradient has read the weights (the
+    moment of the input gradient holds it)."""
+    graph = graph_of("model = keras.Sequential([keras.Input((6, 6, 8)), "
+                     "L.Conv2D(256, 3, padding='same'), L.Conv2D(256, 3, padding='same'), "
+                     "L.GlobalAveragePooling2D(), L.Dense(1)])", batch=2, optimizer="adam")
+    b = estimate(graph, profile=XLA, compute_capability="9.0")
+    grads, relayout = parts(b)["weight gradients"], parts(b)["copies in cuDNN's layout"]
+    assert b.peak_at["layer"] == "conv2d_1" and grads > 0  # the weight gradient's moment
+    weights_moment, input_moment = [m["bytes"] for m in b.timeline
+                                    if m["layer"] == "conv2d_1" and m["phase"] == "backward"]
+    assert weights_moment == b.peak
+    # the kernel's relayout is gone, its gradient is not; nothing else changed here
+    assert input_moment == weights_moment - relayout
+
+
 def test_xla_differentiates_a_layers_activation_before_its_weight_gradient():
     """H100 plan of two 256-filter ReLU convolutions at batch 8 with SGD (temp 29,979,416):
     the peak is where the second convolution's masked gradient is made beside its

@@ -873,8 +873,12 @@ class Walk:
         self.event("backward", name)
         self.release(relayout)
         grads = self.weight_grads.get(name)
+        waiting = None  # the weight gradient, until the input gradient has read the weights
         if grads is not None and last and grads not in self.kept_grads:
-            self.release(grads)  # consumed by the update
+            if self.profile.sign == "xla":
+                waiting = grads
+            else:
+                self.release(grads)  # consumed by the update
         for entry in [h for h in call.holds if h[1]]:  # only the weight gradient needed it
             self.unhold(entry[0])
         call.holds = [h for h in call.holds if not h[1]]
@@ -908,6 +912,11 @@ class Walk:
             partials = self.split_partials(layer, shape, backward=True)
             self.event("backward", name)
             self.release(partials)
+        # under XLA the update writes the donated weights in place, so it runs (and frees
+        # the gradient) only once the input gradient's product has read them (H100 plan of
+        # a 32-128-128-5 MLP: dense_1's kernel gradient beside its input gradient's split-K
+        # partial sums)
+        self.release(waiting)
         self.release(workspace)
         for buf in scratch:
             self.release(buf)
