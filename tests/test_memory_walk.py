@@ -717,6 +717,38 @@ def test_pre_ampere_targets_add_the_cublas_workspace_and_compute_bfloat16_in_flo
         2 * estimate(conv, profile=XLA, compute_capability="8.0").category("activations")
 
 
+def _t4_bfloat16_tensors(body: str) -> dict:
+    graph = graph_of(body, batch=32, policy="mixed_bfloat16")
+    walk_estimate = importlib.import_module("memlint.memory.estimate")  # the module
+    shown, walk_estimate.PEAK_TENSORS = walk_estimate.PEAK_TENSORS, 40
+    try:
+        return _tensors(estimate(graph, profile=XLA, compute_capability="7.5"))
+    finally:
+        walk_estimate.PEAK_TENSORS = shown
+
+
+def test_before_ampere_a_bfloat16_activation_read_by_pooling_is_stored_in_bfloat16():
+    """T4 plan of ``Conv2D(32, activation='relu')`` into ``MaxPooling2D``, bfloat16: the
+    convolution writes float32 (f32[32,32,32,32]), its ReLU output is bfloat16, the
+    pooling writes bfloat16; a ResNet block's batch normalisation and ReLU (read by the
+    next convolution) stay float32."""
+    conv = 32 * 32 * 32 * 32
+    pooled = _t4_bfloat16_tensors(
+        "model = keras.Sequential([keras.Input((32, 32, 16)), "
+        "L.Conv2D(32, 3, padding='same', activation='relu'), L.MaxPooling2D(), "
+        "L.Conv2D(32, 3, padding='same'), L.GlobalAveragePooling2D(), L.Dense(10)])")
+    assert pooled["conv2d pre-activation"] == conv * 4
+    assert pooled["conv2d output"] == conv * 2
+    assert pooled["max_pooling2d scatter zeros"] == conv * 2
+    assert pooled["gradient of conv2d_1's input"] == conv // 4 * 2  # the pooled bfloat16
+    resnet = _t4_bfloat16_tensors(
+        "model = keras.Sequential([keras.Input((32, 32, 16)), "
+        "L.Conv2D(32, 3, padding='same'), L.BatchNormalization(), L.ReLU(), "
+        "L.Conv2D(32, 3, padding='same'), L.GlobalAveragePooling2D(), L.Dense(10)])")
+    assert resnet["conv2d output"] == conv * 4
+    assert resnet["batch_normalization output"] == conv * 4
+
+
 def test_inference_is_the_walk_without_backward():
     b = estimate(graph_of(CONV, batch=2, mode="infer"), profile=XLA)
     assert {m["phase"] for m in b.timeline} == {"forward"}

@@ -114,6 +114,7 @@ class _Tensor:
     activated: bool = False  # written by an activation function (a layer or activation=)
     shape: Optional[tuple] = None  # batch first
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
+    wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
 
 
 @record
@@ -407,10 +408,11 @@ class Walk:
         out_shape = layer.output_shapes[ci] if ci < len(layer.output_shapes) else None
         in_shape = self.input_shape(layer, ci, ins)
         self.compute_bytes = prec.compute_bytes
-        if self.upcast and not (kind is not None and kind.family in (
-                "rnn", "convolutional_recurrent")):
-            self.compute_bytes = 4
-        element = prec.variable_bytes if layer.type == "InputLayer" else self.compute_bytes
+        element = None
+        if self.upcast:
+            self.compute_bytes, element = self.upcast_bytes(layer, kind, ins, (li, ci, 0))
+        element = prec.variable_bytes if layer.type == "InputLayer" else \
+            element or self.compute_bytes
         sizes = self.sizes(layer, out_shape, element) if out_shape is not None else []
         if layer.type not in INPUT_TYPES and (out_shape is None or None in sizes):
             self.unknown.append(layer.name)
@@ -485,6 +487,7 @@ class Walk:
                                 layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
+            t.wide = element == 4
             t.producer = layer.type
             t.relu = _writes_relu(layer)
             t.activated = _writes_activation(layer)
@@ -762,6 +765,33 @@ class Walk:
         elif self.graph.kind == "ONNX" or not layer.weights:
             out.append(Saved("output", needed_for="inputs"))
         return out
+
+    def upcast_bytes(self, layer, kind, ins, key: tuple) -> tuple:
+        """(the call's compute bytes, its outputs' element bytes) for bfloat16 where the GPU
+        has no bfloat16 arithmetic (before Ampere): products run and write in float32, and
+        XLA keeps float32 through the element-wise layers between them (excess precision);
+        what a pooling or normalisation layer reads is stored in bfloat16, and pooling
+        writes bfloat16 (T4 plans: ``Conv2D(activation='relu')`` into ``MaxPooling2D`` or
+        ``BatchNormalization`` keeps its float32 convolution output and a bfloat16 ReLU
+        output, and scatters the pooling's gradient in bfloat16; convolutions, batch
+        normalisations and ReLUs of a ResNet, and Dense layers' ReLU outputs, stay float32);
+        recurrences keep bfloat16 (their loop runs in it)."""
+        family = kind.family if kind is not None else ""
+        narrow = self.prec.compute_bytes
+        if family in ("rnn", "convolutional_recurrent", "pooling"):
+            return narrow, narrow
+        read_narrow = any(
+            REGISTRY.get(self.graph.layers[c[0]].type) is not None
+            and REGISTRY.get(self.graph.layers[c[0]].type).family in ("pooling",
+                                                                       "normalization")
+            for c in self.consumers.get(key, ()))
+        if family == "convolutional":  # cuDNN writes float32; its activation may narrow
+            return 4, narrow if read_narrow and _writes_activation(layer) else 4
+        if family in ("merging", "reshaping", "activations", "regularization",
+                      "normalization") or (kind is not None and kind.elementwise):
+            wide = (not ins or any(t.wide for t in ins)) and not read_narrow
+            return (4, 4) if wide else (narrow, narrow)
+        return 4, 4
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
