@@ -780,11 +780,10 @@ class Walk:
         narrow = self.prec.compute_bytes
         if family in ("rnn", "convolutional_recurrent", "pooling"):
             return narrow, narrow
-        read_narrow = any(
-            REGISTRY.get(self.graph.layers[c[0]].type) is not None
-            and REGISTRY.get(self.graph.layers[c[0]].type).family in ("pooling",
-                                                                       "normalization")
-            for c in self.consumers.get(key, ()))
+        readers = (REGISTRY.get(self.graph.layers[c[0]].type)
+                   for c in self.consumers.get(key, ()))
+        read_narrow = any(r is not None and r.family in ("pooling", "normalization")
+                          for r in readers)
         if family == "convolutional":  # cuDNN writes float32; its activation may narrow
             return 4, narrow if read_narrow and _writes_activation(layer) else 4
         if family in ("merging", "reshaping", "activations", "regularization",
