@@ -617,6 +617,27 @@ def test_a_valid_strided_transposed_convolution_keeps_batch_minor_copies(
     assert "conv2d_transpose dilated input" not in _tensors(b)
 
 
+def test_a_single_filter_transposed_convolution_keeps_its_dilated_input_not_its_input():
+    """H100 plan (batch 32, SGD, peak 1,543,704 bytes) of Dense(1568, relu) -> Reshape ->
+    Conv2DTranspose(1, 3, strides=2): the forward's zero-dilated input f32[32, 30, 30, 8]
+    is what the kernel's gradient reads, kept instead of the Dense's output; tf-graph keeps
+    the input itself."""
+    body = ("model = keras.Sequential([keras.Input((32,)), L.Dense(1568, activation='relu'), "
+            "L.Reshape((14, 14, 8)), L.Conv2DTranspose(1, 3, strides=2, padding='same', "
+            "activation='sigmoid')])")
+    graph = graph_of(body, batch=32)
+    xla = estimate(graph, profile=XLA, compute_capability="9.0")
+    kept = _tensors(xla)
+    assert kept["conv2d_transpose dilated input"] == 32 * 30 * 30 * 8 * 4
+    assert 0 <= (xla.peak - 1_543_704) / 1_543_704 <= 0.15
+    later = [m["bytes"] for m in xla.timeline if m["phase"] == "backward"]
+    # the Dense's output is gone by the backward: only its pre-activation stays for the ReLU
+    assert max(later) < xla.peak
+    tf = estimate(graph, profile=TF_GRAPH)
+    assert "conv2d_transpose dilated input" not in [t["name"] for t in tf.peak_at["tensors"]
+                                                    if t["kind"] == "saved"]
+
+
 def test_small_and_matrix_vector_products_take_no_cublas_workspace_on_the_t4():
     """T4 plan (batch 32, Adam) of a one-filter transposed convolution, pooled to one feature,
     into Dense(3): peak 3,416,400 bytes, no 4 MiB cuBLAS workspace (XLA runs products whose

@@ -399,7 +399,15 @@ class _ConvTranspose(_Conv):
             return tuple([None, depth] + dims if first else [None] + dims + [depth])
         dilated = shaped(padded, channels)
         if config["filters"] == 1:
+            # the forward's dilated input is what the kernel's gradient reads under XLA: kept
+            # instead of the input (H100 plan: Dense(1568) -> Reshape((14, 14, 8)) ->
+            # Conv2DTranspose(1, 3, strides=2) keeps f32[32, 30, 30, 8], not the Dense's
+            # output)
+            out = instead_of_input(out, "xla", [Saved("dilated input", dilated,
+                                                      needed_for="weights")])
             out.append(Saved("dilated input", dilated, when="forward", profiles=_NOT_TORCH))
+            return out + [Saved("dilated input", dilated, needed_for="weights",
+                                when="backward", profiles=("tf-graph", "default"))]
         elif config["padding"] == "same" and any((k - s) % 2 for k, s in zip(kernel, strides)):
             wider = [o + (k - s) % 2 for o, k, s in zip(outs[spatial], kernel, strides)]
             out.append(Saved("padded output", shaped(wider, config["filters"]),
