@@ -704,6 +704,25 @@ def test_xla_makes_a_dense_heads_kernel_gradient_after_the_convolutions_backward
     assert made and conv and b.timeline.index(made[-1]) > conv[-1]
 
 
+def test_a_mixed_policy_keeps_relu_outputs_and_a_16_bit_cast_of_the_batch_under_xla():
+    """H100 plan (batch 32, SGD, mixed_float16, peak 7,375,916 bytes) of Conv2D ->
+    BatchNormalization -> ReLU -> Conv2D: no one-byte mask, the ReLU's float16 output alive
+    until its backward, and the first convolution keeps f16[32,32,32,16], its cast of the
+    float32 batch; in float32 the ReLU keeps a mask and the convolution reads the batch."""
+    body = ("model = keras.Sequential([keras.Input((32, 32, 16)), "
+            "L.Conv2D(16, 3, padding='same'), L.BatchNormalization(), L.ReLU(), "
+            "L.Conv2D(16, 3, padding='same'), L.GlobalAveragePooling2D(), L.Dense(10)])")
+    mixed = estimate(graph_of(body, batch=32, policy="mixed_float16"), profile=XLA,
+                     compute_capability="9.0")
+    assert abs(mixed.peak - 7_375_916) / 7_375_916 < 0.01
+    held = _tensors(mixed)
+    assert held["conv2d input batch in float16"] == 32 * 32 * 32 * 16 * 2
+    assert "re_lu mask" not in held
+    plain = _tensors(estimate(graph_of(body, batch=32), profile=XLA, compute_capability="9.0"))
+    assert plain["re_lu mask"] == 32 * 32 * 32 * 16
+    assert not any(name.startswith("conv2d input batch") for name in plain)
+
+
 def test_loss_scaling_keeps_every_gradient_in_16_bits_under_xla():
     body = ("model = keras.Sequential([keras.Input((512,)), L.Dense(512), L.Dense(512), "
             "L.Dense(1)])")

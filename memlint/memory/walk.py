@@ -793,11 +793,15 @@ class Walk:
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
-        wrote it (a convolution or matmul output), else a one-byte mask; TensorFlow and
-        PyTorch keep its output."""
+        wrote it (a convolution or matmul output), else a one-byte mask in float32 and its
+        16-bit output under a mixed policy (H100 and T4 plans of a ResNet and of
+        Conv2D -> BatchNormalization -> ReLU -> Conv2D under mixed_float16: no mask, the ReLU's
+        output alive until its backward); TensorFlow and PyTorch keep its output."""
         if self.profile.sign == "xla":
             if ins and ins[0].materialized and ins[0] not in self.data:
                 return Saved("input", needed_for="inputs")
+            if self.compute_bytes == 2:  # a 16-bit output is kept, its sign read off it
+                return Saved("output", needed_for="inputs")
             shape = tuple(out_shape) if isinstance(out_shape, tuple) else ()
             return Saved("mask", shape, "bool", needed_for="inputs")
         return Saved("output", needed_for="inputs")
@@ -1052,16 +1056,19 @@ class Walk:
             and kind.family == "convolutional"
 
     def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
-        """The input batch transposed to NCHW for a float32 convolution that reads it on a
-        GPU before Hopper under XLA, and to NCDHW for a 3-D one on any GPU (kept for the
-        kernel's gradient; measured on T4 plans: ``f32[32,16,32,32]`` beside the
-        ``[32,32,32,16]`` batch; H100: ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip, in the
-        compute dtype under a mixed policy).  Not where the batch has one channel (a
-        bitcast), is channels-first, or is padded first (the padded copy is written in
-        NCHW)."""
+        """The copy of the input batch a convolution that reads it keeps for the kernel's
+        gradient under XLA: transposed to NCHW for a float32 convolution on a GPU before
+        Hopper, to NCDHW for a 3-D one on any GPU, and cast to 16 bits under a mixed policy
+        (measured on T4 plans: ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch; H100:
+        ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip, and ``f16[32,32,32,16]`` beside a
+        float32 ``[32,32,32,16]`` batch under mixed_float16).  Not where the batch has one
+        channel (a bitcast), is channels-first, or is padded first (the padded copy is
+        written in NCHW)."""
         volumetric = self.profile.sign == "xla" and isinstance(in_shape, tuple) \
             and len(in_shape) == 5
-        if not ((self.nchw_float32 and self.compute_bytes == 4 or volumetric)
+        nchw = self.nchw_float32 and self.compute_bytes == 4
+        cast = self.profile.sign == "xla" and self.compute_bytes == 2
+        if not ((nchw or volumetric or cast)
                 and kind is not None and kind.family == "convolutional" and ins
                 and ins[0] in self.data
                 and layer.config.get("data_format", "channels_last") == "channels_last"):
@@ -1072,8 +1079,9 @@ class Walk:
         size = self.shape_size(in_shape, self.compute_bytes)  # a 16-bit step casts it too
         if size is None:
             return None
-        return self.alloc(*size, "relayouts", f"{layer.name} input batch in NCHW",
-                          layer.name)
+        what = "in NCDHW" if volumetric else "in NCHW" if nchw else \
+            f"in {self.prec.policy[len('mixed_'):]}"
+        return self.alloc(*size, "relayouts", f"{layer.name} input batch {what}", layer.name)
 
     def relayout(self, layer, kind) -> Optional[Buffer]:
         """The kernel copied into cuDNN's layout while a convolution (or its backward) runs
