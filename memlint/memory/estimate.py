@@ -110,8 +110,9 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
         "work": "what a matrix product holds while it runs under XLA without autotuning "
                 "(split-K partial sums, operands padded for the split)",
         "relayouts": "a convolution kernel copied into cuDNN's layout while the layer (or "
-                     "its backward) runs; before Ampere, the input batch transposed to "
-                     "NCHW for the first convolution",
+                     "its backward) runs; the input batch as the first convolution reads "
+                     "it: transposed to NCHW before Hopper (NCDHW for a 3-D one), cast to "
+                     "16 bits under a mixed policy",
     }
 
 

@@ -17,11 +17,12 @@ at batch 32: ``f32[8, 32, 128]``); on 132 such H100 plans the count of slices is
 fewer in 14 (XLA's two-slice splits of products of 128K output elements, and some of a
 contracting size of 255).  The A100 splits such products in half as many slices or not
 at all (a 128-wide input gradient at batch 32: not split), so they are taken as not split
-there.  Shorter contracting sizes are not split.  Float16 products split the same way (their partial sums are float32)
-and pad to 16-byte vectors of eight elements.  The A100 splits some products in half as
-many slices (the 784-wide MNIST products: the estimate is 10-13% over there) and others as
-the H100 does (a 7200-wide VGG head: 16 slices, a 7232-long padded copy of its kernel); the
-H100's rule is used for both, on the safe side.
+there.  Shorter contracting sizes are not split.  Float16 products split the same way
+(their partial sums are float32) and pad to 16-byte vectors of eight elements.  The A100
+splits some longer products in half as many slices (the 784-wide MNIST products: the
+estimate is 10-13% over there) and others as the H100 does (a 7200-wide VGG head: 16
+slices, a 7232-long padded copy of its kernel); the H100's rule is used for both, on the
+safe side.
 """
 
 from __future__ import annotations
