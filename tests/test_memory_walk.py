@@ -638,6 +638,22 @@ def test_a_single_filter_transposed_convolution_keeps_its_dilated_input_not_its_
                                                     if t["kind"] == "saved"]
 
 
+def test_a_sum_into_layer_normalization_keeps_its_operands_under_xla():
+    """H100 plan (batch 32, Adam) of two Dense outputs added into a LayerNormalization: XLA
+    fuses the sum into the normalisation and recomputes it in the backward, so both
+    ``f32[512, 64]`` products are alive at its backward, not the sum alone."""
+    body = ("i = keras.Input((16, 32))\n"
+            "a = L.Dense(64)(L.Dense(32, activation='relu')(i))\n"
+            "b = L.Dense(64)(L.Dense(32, activation='tanh')(i))\n"
+            "model = keras.Model(i, L.Dense(10)(L.Flatten()(L.LayerNormalization()("
+            "L.Add()([a, b])))))")
+    walk = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
+                    compute_capability="9.0")
+    assert (walk.peak_at["phase"], walk.peak_at["layer"]) == ("backward", "layer_normalization")
+    kept = _tensors(walk)
+    assert kept.get("dense output") == kept.get("dense_2 output") == 32 * 16 * 64 * 4
+
+
 def test_small_and_matrix_vector_products_take_no_cublas_workspace_on_the_t4():
     """T4 plan (batch 32, Adam) of a one-filter transposed convolution, pooled to one feature,
     into Dense(3): peak 3,416,400 bytes, no 4 MiB cuBLAS workspace (XLA runs products whose

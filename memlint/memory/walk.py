@@ -43,6 +43,7 @@ from memlint.records import record
 
 # Layer types XLA fuses into the kernel that reads them: their output is not kept in memory
 # unless something saves it, so a ReLU after them keeps a one-byte mask, not its input.
+_SUMS = frozenset({"Add", "Subtract", "Average"})
 _FUSIBLE = frozenset({
     "BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization",
     "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Rescaling",
@@ -533,6 +534,12 @@ class Walk:
             call.holds.append((buf, s.needed_for == "weights"))
             if s.what == "scatter zeros":
                 call.grad_into = buf
+        if self.recomputed_sum(layer, ins, (li, ci, 0)):
+            for t in ins:  # the operands a kernel wrote stay until the sum's backward
+                if t.materialized and t not in self.data:
+                    t.holds += 1
+                    t.buf.holds += 1
+                    call.holds.append((t, False))
         batch_copy = self.batch_relayout(layer, kind, ins, specs, in_shape, trains)
         if batch_copy is not None and trains:
             batch_copy.holds = 1
@@ -790,6 +797,17 @@ class Walk:
             wide = (not ins or any(t.wide for t in ins)) and not read_narrow
             return (4, 4) if wide else (narrow, narrow)
         return 4, 4
+
+    def recomputed_sum(self, layer, ins, key: tuple) -> bool:
+        """Whether XLA fuses a sum into the LayerNormalization that reads it and recomputes it
+        there in the backward, so that the sum's operands stay alive until then (H100 plan of
+        two Dense outputs added into a LayerNormalization: both ``f32[512, 64]`` products
+        alive at its backward; batch normalisation after a residual sum does not, measured
+        on a wide ResNet)."""
+        if self.profile.sign != "xla" or layer.type not in _SUMS or not self.train:
+            return False
+        return any(self.graph.layers[c[0]].type == "LayerNormalization"
+                   for c in self.consumers.get(key, ()))
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
