@@ -669,10 +669,9 @@ class Walk:
                 continue
             layer = call.layer
             made.add(layer.name)
-            size = sum(w.size * (w.itemsize or self.prec.variable_bytes)
-                       for w in layer.weights if w.trainable)
             self.weight_grads[layer.name] = self.alloc(
-                0, size, "gradients", f"{layer.name} weight gradients", layer.name)
+                0, self.trainable_bytes(layer), "gradients", f"{layer.name} weight gradients",
+                layer.name)
 
     def forward_scratch(self, layer, kind, in_shape, out_shape) -> list:
         when = ("forward", "training") if self.train else ("forward",)
@@ -786,8 +785,7 @@ class Walk:
         narrow = self.prec.compute_bytes
         if family in ("rnn", "convolutional_recurrent", "pooling"):
             return narrow, narrow
-        readers = (REGISTRY.get(self.graph.layers[c[0]].type)
-                   for c in self.consumers.get(key, ()))
+        readers = (REGISTRY.get(reader.type) for reader in self.readers(key))
         read_narrow = any(r is not None and r.family in ("pooling", "normalization")
                           for r in readers)
         if family == "convolutional":  # cuDNN writes float32; its activation may narrow
@@ -806,8 +804,11 @@ class Walk:
         on a wide ResNet)."""
         if self.profile.sign != "xla" or layer.type not in _SUMS or not self.train:
             return False
-        return any(self.graph.layers[c[0]].type == "LayerNormalization"
-                   for c in self.consumers.get(key, ()))
+        return any(reader.type == "LayerNormalization" for reader in self.readers(key))
+
+    def readers(self, key: tuple) -> list:
+        """The layers whose calls read the tensor ``key``."""
+        return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
