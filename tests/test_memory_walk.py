@@ -554,6 +554,32 @@ def test_xla_updates_a_weight_only_after_its_input_gradient_has_read_it():
     assert input_moment == weights_moment - relayout
 
 
+@pytest.mark.parametrize("layer,capability,want", [
+    ("Conv2D", "9.0", {"sgd": 3, "rmsprop": 4, "adam": 4}),
+    ("Conv2D", "7.5", {"sgd": 3, "rmsprop": 4, "adam": 4}),
+    ("Conv2DTranspose", "9.0", {"sgd": 3, "rmsprop": 4, "adam": 5}),
+    ("Conv2DTranspose", "7.5", {"sgd": 3, "rmsprop": 4, "adam": 4}),
+])
+def test_a_kernel_update_writes_each_slot_to_a_buffer_of_its_own(layer, capability, want):
+    """H100 and T4 plans of two 3x3x512x512 kernels at batch 4: the update reads the
+    gradient in cuDNN's layout, so each slot's new value takes a buffer of its own; on
+    Hopper a transposed convolution's new kernel does too.  Kernel-sized buffers at the
+    peak, the kernel's copy in cuDNN's layout included (XLA temp / kernel: Conv2D 2.1 /
+    3.0 / 4.0 on H100; Conv2DTranspose 3.0 / 4.0 / 5.0 on H100, 2.1 / 3.5 / 4.0 on T4).
+    Never under three with SGD and four with slots: deeper stacks of such layers keep
+    other layers' kernel copies too (see the walk's ``gradient_copies``)."""
+    kernel = 3 * 3 * 512 * 512 * 4
+    body = (f"model = keras.Sequential([keras.Input((7, 7, 256)), L.{layer}(512, 3, "
+            f"padding='same'), L.{layer}(512, 3, padding='same'), "
+            "L.GlobalAveragePooling2D(), L.Dense(10)])")
+    for optimizer, count in want.items():
+        b = estimate(graph_of(body, batch=4, optimizer=optimizer), profile=XLA,
+                     compute_capability=capability)
+        made = parts(b)["weight gradients"] + parts(b)["copies in cuDNN's layout"]
+        assert b.peak_at["layer"] == f"{layer.lower().replace('2dt', '2d_t')}_1"
+        assert made // kernel == count, (optimizer, made / kernel)
+
+
 def test_xla_differentiates_a_layers_activation_before_its_weight_gradient():
     """H100 plan of two 256-filter ReLU convolutions at batch 8 with SGD (temp 29,979,416):
     the peak is where the second convolution's masked gradient is made beside its

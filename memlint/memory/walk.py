@@ -37,7 +37,8 @@ from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
 from memlint.layers.base import REGISTRY, Saved
 from memlint.memory.dtypes import Precision
 from memlint.memory.gemm_split import partial_bytes
-from memlint.memory.optimizers import optimizer_elements, update_temporary_elements
+from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
+                                       update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
 from memlint.records import record
 
@@ -1114,14 +1115,24 @@ class Walk:
                           f"{layer.name} kernel in cuDNN's layout", layer.name)
 
     def gradient_copies(self, layer) -> int:
-        """How many buffers of its size a weight gradient takes while XLA consumes it
-        (measured: docs/memory-model-v2.md): one for a matrix product (plain SGD sometimes
-        writes it straight into the weights, at small batches; not counted on); a
-        convolution's comes out of cuDNN in its layout and is transposed back (two with plain
-        SGD, three with an optimizer that keeps slots)."""
+        """How many buffers of its size a weight gradient takes while XLA consumes it: one
+        for a matrix product (the update reads it in its own layout and writes the donated
+        weights in place; plain SGD sometimes writes it straight into the weights, at small
+        batches: not counted on).  A convolution's kernel gradient comes out of cuDNN in
+        cuDNN's layout and the update reads it transposed: each optimizer slot's new value
+        is written to a buffer of its own before it is copied into the donated slot, and on
+        Hopper a transposed convolution's new kernel too (H100 and T4 plans of two
+        3x3x512x512 kernels, beside the kernel's copy in cuDNN's layout: Conv2D 2 / 3 / 4
+        buffers with SGD / RMSprop / Adam on both; Conv2DTranspose 3 / 4 / 5 on the H100,
+        2 / 3 / 4 on the T4).  Never fewer than two with plain SGD and three with slots:
+        deeper stacks keep other layers' kernel copies alive as well (three to six
+        3x3x256x256 convolutions at batch 2: one more kernel per layer with SGD), which
+        these counts stand in for."""
         kind = REGISTRY.get(layer.type)
         if kind is not None and kind.family == "convolutional":
-            return 2 if self.plain_sgd else 3
+            transposed = layer.type.endswith("Transpose") and not self.nchw_float32
+            update = 1 + slots_per_variable(self.setup.optimizer) + int(transposed)
+            return max(2 if self.plain_sgd else 3, update)
         return 1
 
     def workspace(self, layer) -> Optional[Buffer]:
