@@ -71,7 +71,11 @@ def fixture_model(path, name: str, precision: str, optimizer: str | None) -> tup
     keras.utils.set_random_seed(0)
     model = load_model(path, name)
     optimizer_name, options = compile_for(model, optimizer)
-    return (model, optimizer_name, options, keras.config.dtype_policy().name,
+    # the policy the model was built under: a fixture may set the global policy before
+    # building and set it back afterwards
+    policy = getattr(getattr(model, "dtype_policy", None), "name", None) \
+        or keras.config.dtype_policy().name
+    return (model, optimizer_name, options, policy,
             isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer))
 
 

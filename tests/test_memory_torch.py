@@ -85,6 +85,21 @@ def test_an_optimizer_updating_one_variable_at_a_time_makes_temporaries_of_the_l
     assert update_temporary_elements(OptimizerSpec("adam", {}, "t"), []) == 0
 
 
+def test_a_loss_scale_optimizer_holds_the_unscaled_gradients_through_the_update():
+    """The torch step of a mixed_float16 CNN under RMSprop: four weight-sized lists at the
+    update's peak, the division by the loss scale's among them (the torch oracle)."""
+    shapes = [(10, 4), (4,), (4, 3)]
+    rmsprop = OptimizerSpec("rmsprop", {}, "t")
+    assert update_temporary_elements(rmsprop, shapes, loss_scaled=True) == 4 * 56
+    assert update_temporary_elements(rmsprop, shapes, "graph", loss_scaled=True) == \
+        update_temporary_elements(rmsprop, shapes, "graph")  # measured under torch only
+    mixed = graph_of(MLP, batch=8, optimizer="rmsprop", policy="mixed_float16")
+    bf16 = graph_of(MLP, batch=8, optimizer="rmsprop", policy="mixed_bfloat16")
+    scaled, plain = (moment(estimate(g, profile=TORCH), "update", "optimizer")
+                     for g in (mixed, bf16))
+    assert scaled - plain >= MLP_WEIGHTS  # no loss scaling under mixed_bfloat16
+
+
 def test_convolutions_keep_a_layout_copy_and_a_kernel_copy_under_torch():
     entries = saved("Conv2D", (16, 3), {"padding": "same"}, (None, 16, 16, 8))
     assert ("layout copy", (None, 16, 16, 8), "compute", "saved", 1) in under(entries, "torch")

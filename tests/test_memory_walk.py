@@ -277,8 +277,13 @@ def test_affine_augmentations_hold_sampling_coordinates_in_training_under_xla():
     # index planes on the A100 (plans of the same step: temp 18.9 MB and 26.7 MB, 6.3 MB on H100)
     image = coords // 3
     graph = graph_of(one, batch=32)
-    h100 = estimate(graph, profile=XLA, compute_capability="9.0").peak
-    assert estimate(graph, profile=XLA, compute_capability="7.5").peak - h100 == 8 * image
+    h100 = estimate(graph, profile=XLA, compute_capability="9.0")
+    t4 = estimate(graph, profile=XLA, compute_capability="7.5")
+    # (the T4's cuBLAS products add their pointer tables: three 256-byte slots a product)
+    tables = parts(t4)["pointer tables"] - parts(h100)["pointer tables"]
+    assert tables == 3 * 256
+    assert t4.peak - h100.peak - tables == 8 * image
+    h100 = h100.peak
     assert estimate(graph, profile=XLA, compute_capability="8.0").peak - h100 == 14 * image
 
 
@@ -578,6 +583,29 @@ def test_a_kernel_update_writes_each_slot_to_a_buffer_of_its_own(layer, capabili
         made = parts(b)["weight gradients"] + parts(b)["copies in cuDNN's layout"]
         assert b.peak_at["layer"] == f"{layer.lower().replace('2dt', '2d_t')}_1"
         assert made // kernel == count, (optimizer, made / kernel)
+
+
+def test_xla_gives_each_multi_output_kernel_a_pointer_table_slot_for_the_step():
+    """H100 plan of an 8-4-3 MLP under Adam at batch 4 (``subclass_model_toplevel``-like):
+    each variable's update (its new value and two slots) is one fusion with a tuple result,
+    whose 24-byte pointer table takes a 256-byte slot of XLA's temporaries for the whole
+    step, beside the loss's and the step counter's; plain SGD's updates write one buffer
+    (no table); on the T4 a cuBLAS product's result and workspace make a tuple too."""
+    body = ("model = keras.Sequential([keras.Input((8,)), L.Dense(4), L.Dense(3)])")
+    adam = estimate(graph_of(body, batch=4, optimizer="adam"), profile=XLA,
+                    compute_capability="9.0")
+    assert parts(adam)["pointer tables"] == (2 + 4) * 256  # loss, counter, four variables
+    sgd = estimate(graph_of(body, batch=4, optimizer="sgd"), profile=XLA,
+                   compute_capability="9.0")
+    assert parts(sgd)["pointer tables"] == 2 * 256
+    assert adam.peak - sgd.peak >= 4 * 256  # alive at the peak, whatever else moved
+    wide = ("model = keras.Sequential([keras.Input((64,)), L.Dense(64), L.Dense(64)])")
+    h100, t4 = (estimate(graph_of(wide, batch=32, optimizer="sgd"), profile=XLA,
+                         compute_capability=cc) for cc in ("9.0", "7.5"))
+    assert parts(t4)["pointer tables"] - parts(h100)["pointer tables"] == 2 * 3 * 256
+    infer = estimate(graph_of(body, batch=4, optimizer="adam", mode="infer"), profile=XLA)
+    tf = estimate(graph_of(body, batch=4, optimizer="adam"), profile=TF_GRAPH)
+    assert "pointer tables" not in parts(infer) and "pointer tables" not in parts(tf)
 
 
 def test_xla_differentiates_a_layers_activation_before_its_weight_gradient():

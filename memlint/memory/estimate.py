@@ -113,6 +113,9 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
                      "its backward) runs; the input batch as the first convolution reads "
                      "it: transposed to NCHW before Hopper (NCDHW for a 3-D one), cast to "
                      "16 bits under a mixed policy",
+        "tables": "XLA's pointer tables of kernels that return several buffers (an "
+                  "update writing a variable and its slots, a cuDNN convolution): 256 "
+                  "bytes each, kept for the whole step",
     }
 
 

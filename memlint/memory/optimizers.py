@@ -79,11 +79,18 @@ _GRAPH_OTHERS = 2
 
 
 def update_temporary_elements(spec: OptimizerSpec, trainable_shapes: list,
-                              schedule: str = "foreach") -> int:
-    """Elements of the temporaries an update run as ``schedule`` makes at its deepest."""
+                              schedule: str = "foreach", loss_scaled: bool = False) -> int:
+    """Elements of the temporaries an update run as ``schedule`` makes at its deepest.
+
+    ``loss_scaled``: Keras's LossScaleOptimizer divides every gradient by the scale before
+    the inner optimizer runs; under "foreach" that list of unscaled gradients is alive
+    through the inner update (the torch step of a mixed_float16 CNN under RMSprop: four
+    weight-sized lists at the update's peak, the division's among them)."""
     sizes = [prod(s) if s else 1 for s in trainable_shapes]
     if not sizes:
         return 0
+    if loss_scaled and schedule == "foreach":
+        return sum(sizes) + update_temporary_elements(spec, trainable_shapes, schedule)
     lists = _TEMPORARIES[schedule].get(spec.name)
     if schedule == "graph":
         if spec.name == "sgd" and spec.options.get("momentum"):

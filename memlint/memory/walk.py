@@ -65,9 +65,11 @@ KINDS = {
     "casts": ("16-bit weight copies", "other"),
     "relayouts": ("copies in cuDNN's layout", "other"),
     "work": ("matrix-product scratch", "other"),
+    "tables": ("pointer tables", "other"),
 }
 
 
+POINTER_TABLE_SLOT = 256  # XLA GPU: a multi-output kernel's pointer table, in its own slot
 ALL_REDUCE_COMBINE_BYTES = 30 * 2 ** 20  # XLA's all-reduce combine threshold (GPU default)
 # forward scratch XLA computes for every call of its kind at the first one (merged products)
 MERGED_SCRATCH = frozenset({"sampling coordinates"})
@@ -301,6 +303,9 @@ class Walk:
         if self.train:  # the targets are step arguments too, shaped like the outputs
             size = self.targets(layers, order)
             self.alloc(*size, "targets", "targets")
+            tables = self.pointer_tables(layers, order)
+            self.alloc(0, tables * POINTER_TABLE_SLOT, "tables",
+                       f"pointer tables of {tables} multi-output kernels")
         last_grads = None
         if self.train and self.profile.grads_during_forward:
             last_grads = self.alloc(0, self.trainable_bytes(), "gradients",
@@ -334,7 +339,8 @@ class Walk:
                 shapes = [w.shape for layer in layers for w in layer.weights if w.trainable]
                 temporaries = self.alloc(
                     0, update_temporary_elements(self.setup.optimizer, shapes,
-                                                 self.profile.update_temporaries)
+                                                 self.profile.update_temporaries,
+                                                 loss_scaled=prec.loss_scaling)
                     * prec.variable_bytes, "scratch", "the update's temporaries")
             self.event("update", "optimizer")
             self.release(temporaries)
@@ -343,20 +349,46 @@ class Walk:
         self.result.unknown = list(dict.fromkeys(self.unknown))
         return self.result
 
-    def targets(self, layers: list, order: list) -> tuple:
-        """(per sample, fixed) bytes of the targets: one per model output (an output no
-        layer reads), of its shape, in the variables' dtype (the batch's)."""
-        per = fixed = 0
+    def model_outputs(self, layers: list, order: list) -> list:
+        """(per sample, fixed) bytes of each model output (an output no layer reads), in the
+        variables' dtype (the batch's); None where its size is unknown."""
+        out = []
         for li, ci in order:
             layer = layers[li]
             if layer.type in INPUT_TYPES or ci >= len(layer.output_shapes):
                 continue
             sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
-            for k, size in enumerate(sizes):
-                if size is not None and not self.pending.get((li, ci, k)) \
-                        and layer.name not in self.inside:
-                    per, fixed = per + size[0], fixed + size[1]
-        return per, fixed
+            out += [size for k, size in enumerate(sizes)
+                    if not self.pending.get((li, ci, k)) and layer.name not in self.inside]
+        return out
+
+    def targets(self, layers: list, order: list) -> tuple:
+        """(per sample, fixed) bytes of the targets: one per model output, of its shape."""
+        sizes = [size for size in self.model_outputs(layers, order) if size is not None]
+        return sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+
+    def pointer_tables(self, layers: list, order: list) -> int:
+        """How many of XLA's kernels in a training step return several buffers: each such
+        result has a pointer table (8 bytes a buffer) that buffer assignment gives a
+        256-byte slot of its own for the whole step, never shared (H100 plans of two small
+        MLPs under Adam: 13 and 14 such slots, at distinct offsets, 2.8 KB and 3.6 KB of
+        temporaries of 4.6 KB and 6.7 KB).  Counted: each variable's update under an
+        optimizer with slots (its new value and its slots' written by one fusion), the
+        loss and the step counter (two, and three more for each further output), and each
+        cuDNN convolution and, where products go to cuBLAS, each matrix product (result and
+        scratch): the forward call and its two backward products."""
+        if not (self.train and self.profile.sign == "xla"):
+            return 0
+        count = 2 + 3 * max(len(self.model_outputs(layers, order)) - 1, 0)
+        if not self.plain_sgd:
+            count += sum(1 for layer in layers for w in layer.weights if w.trainable)
+        for li, _ in order:
+            layer = layers[li]
+            kind = REGISTRY.get(layer.type)
+            if (kind is not None and kind.family == "convolutional") or \
+                    self.cublas_product(layer):
+                count += 3
+        return count
 
     # ------------------------------------------------------------------ forward
 
@@ -1138,22 +1170,30 @@ class Walk:
     def workspace(self, layer) -> Optional[Buffer]:
         """cuBLAS's workspace while a matrix product runs (where the target's GEMMs go to
         cuBLAS rather than to fused Triton kernels: compute capability below 8)."""
-        if not self.gemm_workspace:
+        if not self.cublas_product(layer):
             return None
+        return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
+
+    def cublas_product(self, layer) -> bool:
+        """Whether ``layer``'s matrix products are cuBLAS calls: on a target whose GEMMs go
+        to cuBLAS, unless the product is small enough for an XLA loop or a matrix-vector
+        product XLA reduces itself."""
+        if not self.gemm_workspace:
+            return False
         nested = REGISTRY.get(layer.type) is None and any(
             len(w.shape) == 2 for w in layer.weights)  # a model used as a layer, with Dense
         if layer.type not in GEMM_LAYERS and not nested:
-            return None
+            return False
         shape = layer.input_shapes[0] if layer.input_shapes else None
         if (nested or layer.type in ("Dense", "EinsumDense")) and isinstance(shape, tuple) \
                 and shape \
                 and all(isinstance(d, int) for d in shape[1:]):
             rows, units = self.product_rows(shape), _units(layer)
             if rows < 16 and shape[-1] < 16:
-                return None  # a product this small is an XLA loop, not a cuBLAS call
+                return False  # a product this small is an XLA loop, not a cuBLAS call
             if layer.type == "Dense" and units and _not_a_gemm(rows, shape[-1], units):
-                return None
-        return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
+                return False
+        return True
 
     def product_rows(self, in_shape: tuple) -> int:
         """The rows of a Dense product over an input of ``in_shape``: the batch times every
