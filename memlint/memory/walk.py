@@ -586,6 +586,12 @@ class Walk:
             casts.holds = 1
             call.holds.append((casts, False))
             casts = None
+        if relayout is not None and requires_grad and self.profile.sign == "xla":
+            # read again by the backward's products and the update: kept until then
+            relayout.holds = 1
+            call.holds.append((relayout, False))
+            call.relayout = relayout
+            relayout = None
         workspace = self.workspace(layer)
         kept_inside = any(isinstance(item, Buffer) and item.label.endswith("inner tensor")
                           for item, _ in call.holds)
@@ -931,7 +937,8 @@ class Walk:
                 scratch.append(self.alloc(size[0] * count, size[1] * count, "scratch",
                                           f"{name} {s.what}", name))
         workspace = self.workspace(layer)
-        relayout = self.relayout(layer, REGISTRY.get(layer.type))
+        relayout = None if call.relayout is not None else \
+            self.relayout(layer, REGISTRY.get(layer.type))
         self.activation_backward(call)
         if call.trains and name not in self.weight_grads:
             size = self.trainable_bytes(layer)
@@ -1136,8 +1143,14 @@ class Walk:
         return self.alloc(*size, "relayouts", f"{layer.name} input batch {what}", layer.name)
 
     def relayout(self, layer, kind) -> Optional[Buffer]:
-        """The kernel copied into cuDNN's layout while a convolution (or its backward) runs
-        under XLA."""
+        """The kernel copied into cuDNN's layout under XLA.  XLA makes the copy once and
+        reads it in the forward's product, the backward's products and the update, so in
+        training it is kept from the layer's forward until its backward is done (H100 and T4
+        plans of stacks of 2 to 22 equal convolutions at small batches: every layer's copy
+        alive at the peak, XLA's temporaries growing by one kernel a layer).  XLA may also
+        put the copy into the donated buffer of a kernel already read (the GTX 960 seed
+        model: only a few kernels' worth extra); that depends on its schedule and is not
+        counted on."""
         if self.profile.sign != "xla" or kind is None or kind.family != "convolutional":
             return None
         kernel = sum(w.size for w in layer.weights if len(w.shape) >= 3)
@@ -1156,15 +1169,11 @@ class Walk:
         Hopper a transposed convolution's new kernel too (H100 and T4 plans of two
         3x3x512x512 kernels, beside the kernel's copy in cuDNN's layout: Conv2D 2 / 3 / 4
         buffers with SGD / RMSprop / Adam on both; Conv2DTranspose 3 / 4 / 5 on the H100,
-        2 / 3 / 4 on the T4).  Never fewer than two with plain SGD and three with slots:
-        deeper stacks keep other layers' kernel copies alive as well (three to six
-        3x3x256x256 convolutions at batch 2: one more kernel per layer with SGD), which
-        these counts stand in for."""
+        2 / 3 / 4 on the T4)."""
         kind = REGISTRY.get(layer.type)
         if kind is not None and kind.family == "convolutional":
             transposed = layer.type.endswith("Transpose") and not self.nchw_float32
-            update = 1 + slots_per_variable(self.setup.optimizer) + int(transposed)
-            return max(2 if self.plain_sgd else 3, update)
+            return 1 + slots_per_variable(self.setup.optimizer) + int(transposed)
         return 1
 
     def workspace(self, layer) -> Optional[Buffer]:
@@ -1319,6 +1328,7 @@ class _Call:
         self.holds: list = []  # (tensor or buffer, needed only for the weight gradient)
         self.scratch: list = []  # Saved entries allocated while its backward runs
         self.grad_into: Optional[Buffer] = None  # a kept buffer its input gradient reuses
+        self.relayout: Optional[Buffer] = None  # the kernel's copy kept from the forward
 
 
 def _writes_relu(layer) -> bool:
