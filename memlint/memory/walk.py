@@ -953,9 +953,10 @@ class Walk:
                 grads_out = [t.grad for t in call.outputs if t.grad is not None]
                 for buf in grads_out:
                     self.ref(buf)  # the product reads the output's gradient too
-                self.deferred.append((layer, size, [h for h in call.holds if h[1]],
-                                      grads_out))
-                call.holds = [h for h in call.holds if not h[1]]
+                # the update reads the kernel's copy in cuDNN's layout: kept until then
+                carried = [h for h in call.holds if h[1] or h[0] is call.relayout]
+                self.deferred.append((layer, size, carried, grads_out))
+                call.holds = [h for h in call.holds if h not in carried]
             else:
                 grads = self.alloc(0, size, "gradients", f"{name} weight gradients", name)
                 self.weight_grads[name] = grads
@@ -1018,13 +1019,19 @@ class Walk:
         rest of the backward needs: the memory-minimising scheduler runs them once the
         larger activations are gone, keeping the layer's input and its output's gradient
         until then (T4 and H100 plans of VGG blocks into a 4608x256 Dense: no kernel
-        gradient beside the convolutions' activations).  Deferred when the gradient
-        outweighs what it keeps."""
+        gradient beside the convolutions' activations).  So does a convolution's kernel
+        gradient, whose update also reads the kernel's copy in cuDNN's layout (H100 plans of
+        six 3x3x512x512 convolutions at batch 4: every input gradient first).  Deferred when
+        the gradient outweighs what it keeps (XLA defers those convolutions' gradients
+        under plain SGD too, where the kernel copy outweighs the gradient: not followed)."""
+        kind = REGISTRY.get(call.layer.type)
+        convolution = kind is not None and kind.family == "convolutional"
         if not (self.profile.sign == "xla" and single_call and size > 0
-                and call.layer.type == "Dense" and self.train):
+                and (call.layer.type == "Dense" or convolution) and self.train):
             return False
         kept = sum((item.at(self.batch) if isinstance(item, Buffer)
-                    else item.buf.at(self.batch)) for item, weights in call.holds if weights)
+                    else item.buf.at(self.batch)) for item, weights in call.holds
+                   if weights or item is call.relayout)
         kept += sum(t.grad.at(self.batch) for t in call.outputs if t.grad is not None)
         return kept < size
 
