@@ -573,22 +573,18 @@ def test_xla_makes_a_large_kernel_gradient_after_the_input_gradients(optimizer):
     first and every kernel's gradient and update after them, keeping each layer's input,
     output gradient and kernel copy until then (deferred where the gradient and the
     slots' buffers outweigh what the layer keeps)."""
-    body = ("model = keras.Sequential([keras.Input((16, 16, 512))] + [L.Conv2D(512, 3, "
-            "padding='same', activation='relu') for _ in range(6)] + "
-            "[L.GlobalAveragePooling2D(), L.Dense(10)])")
-    b = estimate(graph_of(body, batch=4, optimizer=optimizer), profile=XLA,
-                 compute_capability="9.0")
-    backward = [m["layer"] for m in b.timeline if m["phase"] == "backward"]
-    first = backward.index("conv2d")  # the first layer's backward (its input is the batch)
-    later = backward[first + 1:]
-    assert {f"conv2d_{i}" for i in range(1, 6)} <= set(later)
-    small = ("model = keras.Sequential([keras.Input((64, 64, 16))] + [L.Conv2D(16, 3, "
-             "padding='same', activation='relu') for _ in range(3)] + "
-             "[L.GlobalAveragePooling2D(), L.Dense(10)])")
-    b = estimate(graph_of(small, batch=16, optimizer=optimizer), profile=XLA,
-                 compute_capability="9.0")
-    backward = [m["layer"] for m in b.timeline if m["phase"] == "backward"]
-    assert "conv2d_1" not in backward[backward.index("conv2d"):]  # activations dominate
+    def after_the_first_layer(shape, filters, layers, batch):
+        body = (f"model = keras.Sequential([keras.Input({shape})] + [L.Conv2D({filters}, 3, "
+                f"padding='same', activation='relu') for _ in range({layers})] + "
+                "[L.GlobalAveragePooling2D(), L.Dense(10)])")
+        b = estimate(graph_of(body, batch=batch, optimizer=optimizer), profile=XLA,
+                     compute_capability="9.0")
+        backward = [m["layer"] for m in b.timeline if m["phase"] == "backward"]
+        return set(backward[backward.index("conv2d") + 1:])  # after the first layer's
+
+    assert {f"conv2d_{i}" for i in range(1, 6)} <= after_the_first_layer(
+        (16, 16, 512), 512, 6, 4)
+    assert "conv2d_1" not in after_the_first_layer((64, 64, 16), 16, 3, 16)  # activations
 
 
 @pytest.mark.parametrize("layer,capability,want", [
