@@ -109,8 +109,9 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
         "casts": "the weights cast to the compute dtype for the layers' calls",
         "work": "what a matrix product holds while it runs under XLA without autotuning "
                 "(split-K partial sums, operands padded for the split)",
-        "relayouts": "a convolution kernel copied into cuDNN's layout while the layer (or "
-                     "its backward) runs; the input batch as the first convolution reads "
+        "relayouts": "a convolution kernel copied into cuDNN's layout (in training kept "
+                     "from the layer's forward to its backward); the input batch as the "
+                     "first convolution reads "
                      "it: transposed to NCHW before Hopper (NCDHW for a 3-D one), cast to "
                      "16 bits under a mixed policy",
         "tables": "XLA's pointer tables of kernels that return several buffers (an "
