@@ -763,10 +763,12 @@ def recompile(rows: list, workers: int = 0, fast: bool = True) -> tuple:
 # --- commands -------------------------------------------------------------------------------
 
 def generate(previous: dict | None = None, workers: int = 0, limit: int = 0,
-             log=print) -> dict:
+             log=print, retry_failed: bool = False) -> dict:
     """The data file's content: every row of the matrix for the fixtures memlint finds now.
     With ``previous`` (``--update``), rows whose configuration and Keras source are unchanged
-    are kept as they are and only the others compiled; without it, everything is."""
+    are kept as they are and only the others compiled (with ``retry_failed``, the rows that
+    failed are compiled again too: after a change to the harness); without it, everything
+    is."""
     from harness.gpu_targets import targets
 
     started = time.monotonic()
@@ -780,7 +782,8 @@ def generate(previous: dict | None = None, workers: int = 0, limit: int = 0,
     for index, row in enumerate(rows):
         graph = graphs[(row["fixture"], row["model"])]
         old = stored.get(row_key(row))
-        if old is not None and old.get("source_sha") == source_sha(row["fixture"]):
+        if old is not None and old.get("source_sha") == source_sha(row["fixture"]) \
+                and not (retry_failed and "error" in old):
             rows[index] = old  # compiled or failed before, from the same source
             kept.add(index)
             continue
@@ -876,6 +879,8 @@ def main(argv=None) -> None:
     parser.add_argument("--baseline", metavar="GIT_REF",
                         help="with --regenerate/--update/--refresh-memlint: also store memlint "
                              f"at GIT_REF as the rows' {BASELINE_KEY} (the v1 baseline)")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="with --update: compile the rows that failed again as well")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--limit", type=int, default=0, help="only the first N fixtures")
     parser.add_argument("--output", type=Path, default=DATA)
@@ -903,7 +908,8 @@ def main(argv=None) -> None:
         data = refresh_memlint(args.output)
     else:
         previous = load(args.output) if args.update else None
-        data = generate(previous, args.workers, args.limit, stamp)
+        data = generate(previous, args.workers, args.limit, stamp,
+                        retry_failed=args.retry_failed)
     if args.baseline:
         add_baseline(data["rows"], args.baseline, data["meta"])
         stamp(f"memlint at {args.baseline} stored as {BASELINE_KEY}")

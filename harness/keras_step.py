@@ -47,9 +47,9 @@ def random_batch(model, batch: int, seed: int = 0, input_shapes=None):
         raise ValueError("the model has no known input shape")
     xs = [_array(s, d, batch, rng) for s, d in specs]
     x = xs[0] if len(xs) == 1 else xs
-    if getattr(model, "outputs", None):
-        outs = _shapes(model.outputs)
-    else:
+    outs = _shapes(model.outputs) if getattr(model, "outputs", None) else None
+    if outs is None or any(None in shape[1:] for shape, _ in outs):
+        # sizes the outputs leave open follow the inputs (a decoder's steps): one forward
         outs = _shapes(model(x))
     ys = [_array(s, "float32", batch, rng) for s, _ in outs]
     return x, (ys[0] if len(ys) == 1 else ys)

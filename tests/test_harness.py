@@ -90,3 +90,28 @@ def test_one_tiny_cpu_run(tmp_path):
                          "--steps", "1", "--out", str(out)]) == 0
     assert len(out.read_text().splitlines()) == 2  # the next configuration, not the first
     assert os.path.getsize(out) > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None
+                    or importlib.util.find_spec("keras") is None,
+                    reason="needs jax and keras (pip install -e '.[proxy]')")
+def test_random_targets_follow_the_sizes_the_inputs_give_the_outputs():
+    """A decoder whose steps are left open: the inputs take the sizes the fixture's data
+    gave (encoder 5 steps, decoder 7), and the targets the decoder's 7, not a default."""
+    import subprocess
+    import sys
+
+    script = (
+        "import keras\nfrom keras import layers\n"
+        "from harness.keras_step import random_batch\n"
+        "enc = keras.Input((None, 3)); dec = keras.Input((None, 4))\n"
+        "_, h, c = layers.LSTM(6, return_state=True)(enc)\n"
+        "seq = layers.LSTM(6, return_sequences=True)(dec, initial_state=[h, c])\n"
+        "model = keras.Model([enc, dec], layers.Dense(2)(seq))\n"
+        "x, y = random_batch(model, 2, input_shapes=[[5, 3], [7, 4]])\n"
+        "print([a.shape for a in x], y.shape)\n")
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[(2, 5, 3), (2, 7, 4)] (2, 7, 2)"

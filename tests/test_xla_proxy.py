@@ -26,6 +26,10 @@ from tests.conftest import require_modules
 # things worse.
 MEDIAN_TOLERANCE = 0.45
 MODEL_TOLERANCE = 1.5
+# Models whose CPU plan is smaller are left out of the per-model bound: their few kilobytes
+# are dominated by what a GPU plan has and a CPU plan does not (the 256-byte pointer-table
+# slots of multi-output kernels, docs/memory-model-v2.md); the GPU-plan tier checks them.
+MODEL_TOLERANCE_FROM = 16 * 1024
 SAMPLE = 8  # fixtures recompiled per run
 
 
@@ -75,7 +79,8 @@ def test_median_error_within_tolerance():
     print(f"\nXLA CPU proxy (jax {_stored()['jax_version']}): median |error| {median:.1%} "
           f"over {sum('relative_error' in r for r in rows)} models")
     assert median <= MEDIAN_TOLERANCE
-    worst = max((r for r in rows if "relative_error" in r),
+    worst = max((r for r in rows if "relative_error" in r
+                 and r["xla_peak"] >= MODEL_TOLERANCE_FROM),
                 key=lambda r: abs(r["relative_error"]))
     assert abs(worst["relative_error"]) <= MODEL_TOLERANCE, worst
 

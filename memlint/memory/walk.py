@@ -557,7 +557,8 @@ class Walk:
                     call.holds.append((t, s.needed_for == "weights"))
                 continue
             size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
-            if size is None:
+            if size is None:  # a size the shapes leave open: the peak is a lower bound
+                self.unknown.append(layer.name)
                 continue
             what = s.what.replace("sign preactivation", "preactivation")
             buf = self.alloc(size[0] * s.count, size[1] * s.count, "saved",
@@ -730,7 +731,9 @@ class Walk:
             if len(shapes) == len(recorded) and all(s is not None for s in shapes):
                 return shapes
             return recorded
-        if len(ins) == 1 and ins[0].shape is not None and (
+        # (a recurrence called with its initial states reads them as further inputs: its
+        # sequence, the first, carries the sizes)
+        if ins and ins[0].shape is not None and (
                 recorded is None or len(ins[0].shape) == len(recorded)):
             return ins[0].shape
         return recorded
@@ -1181,6 +1184,12 @@ class Walk:
         if kind is not None and kind.family == "convolutional":
             transposed = layer.type.endswith("Transpose") and not self.nchw_float32
             return 1 + slots_per_variable(self.setup.optimizer) + int(transposed)
+        if layer.type == "LSTM":
+            # the scan's backward adds each step's kernel gradients (one product over the
+            # step's input and state, [features + units, 4 units]) into accumulators
+            # carried through the loop: two buffers of their size while it runs (H100
+            # plan of an LSTM(256) over 20 steps of 93 features at batch 4)
+            return 2
         return 1
 
     def workspace(self, layer) -> Optional[Buffer]:
