@@ -484,6 +484,19 @@ def test_a_decoder_called_with_initial_states_keeps_its_steps_at_the_fed_length(
     assert steps["lstm_1 steps' states and gates"] == 20 * per_step
 
 
+@pytest.mark.parametrize("profile", [XLA, TF_GRAPH, TORCH])
+def test_steps_the_shapes_leave_open_make_the_peak_a_lower_bound(profile):
+    """An LSTM returning its last step has a known output but keeps every step's buffers
+    for its backward: with the steps left open those cannot be sized, so the layer is
+    reported unknown (no verdict) rather than its buffers left out."""
+    body = ("inp = keras.Input((None, 8))\n"
+            "model = keras.Model(inp, L.Dense(2)(L.LSTM(64)(inp)))")
+    graph = graph_of(body, batch=32)
+    graph.setup = replace(graph.setup, batch_size=32)
+    b = estimate(graph, profile=profile)
+    assert "lstm" in b.unknown_activations and not b.complete
+
+
 def test_an_lstm_scan_adds_each_steps_kernel_gradients_into_accumulators():
     """H100 plan of an LSTM(256) over 20 steps of 93 features at batch 4 (Adam): while the
     loop's backward runs, each step's kernel gradient product ([93 + 256, 1024]) beside
