@@ -13,6 +13,7 @@ Commands (``python -m harness.torch_step ...`` / ``python -m harness.tf_step ...
 
 * ``--regenerate``: measure the whole matrix in child processes and rewrite the data file;
 * ``--refresh-memlint``: recompute only memlint's side of the stored rows (seconds);
+* ``--retry-failed``: measure the stored rows that failed again, keep the others;
 * ``--table``: the comparison (Markdown) from the stored data;
 * ``--sample N``: measure today's rotating sample of N stored rows again and compare;
 * ``--tiny``: the backend's hand-checkable case, as JSON.
@@ -591,6 +592,33 @@ def generate(spec: Spec, workers: int = 2, limit: int = 0, log=print) -> dict:
     return data
 
 
+def retry_failed(spec: Spec, path: Path | None = None, workers: int = 2,
+                 log=print) -> dict:
+    """The stored data with the rows that failed measured again (after a change to the
+    harness); the others are kept as they are, and so is a failed row that fails again
+    (its stored reason stays: a broken environment does not overwrite it)."""
+    data = load(path or spec.data)
+    graphs = _graphs()
+    failed = [i for i, r in enumerate(data["rows"]) if "error" in r]
+    fresh = [{k: data["rows"][i][k] for k in ("fixture", "model", "params", "batch",
+                                              "optimizer_key", "precision_requested",
+                                              "input_shapes") if k in data["rows"][i]}
+             for i in failed]
+    if fresh:
+        measure_rows(spec, fresh, graphs, workers=workers, log=log)
+        for i, row in zip(failed, fresh):
+            if "oracle" in row:
+                data["rows"][i] = row
+    add_memlint(spec, data["rows"], graphs)
+    meta = data["meta"]
+    meta["retried"] = {"date": today().isoformat(), "rows": len(fresh),
+                       "now_measured": sum("oracle" in r for r in fresh)}
+    meta["measured"] = sum("oracle" in r for r in data["rows"])
+    meta["failed"] = sum("error" in r for r in data["rows"])
+    meta["figures"] = figures(data)
+    return data
+
+
 def refresh_memlint(spec: Spec, path: Path | None = None) -> dict:
     data = load(path or spec.data)
     add_memlint(spec, data["rows"], _graphs())
@@ -609,6 +637,9 @@ def main(spec: Spec, argv=None) -> None:
                        help="measure the whole matrix and rewrite the data file")
     group.add_argument("--refresh-memlint", action="store_true",
                        help="recompute memlint's side of the stored rows only")
+    group.add_argument("--retry-failed", action="store_true",
+                       help="measure the stored rows that failed again (after a harness "
+                            "change), keep the others")
     group.add_argument("--table", action="store_true", help="print the comparison (Markdown)")
     group.add_argument("--sample", type=int, metavar="N",
                        help="measure today's rotating sample of N rows again and compare")
@@ -638,8 +669,12 @@ def main(spec: Spec, argv=None) -> None:
         return
     started = time.monotonic()
     stamp = lambda m: print(f"[{time.monotonic() - started:7.1f}s] {m}", flush=True)  # noqa: E731
-    data = refresh_memlint(spec, args.output) if args.refresh_memlint else \
-        generate(spec, args.workers, args.limit, stamp)
+    if args.retry_failed:
+        data = retry_failed(spec, args.output, args.workers, stamp)
+    elif args.refresh_memlint:
+        data = refresh_memlint(spec, args.output)
+    else:
+        data = generate(spec, args.workers, args.limit, stamp)
     save(data, args.output)
     stamp(f"wrote {args.output}")
     print(markdown(spec, data))

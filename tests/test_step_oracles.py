@@ -256,3 +256,39 @@ def test_rotating_sample_measures_the_stored_peaks(spec, stored):
                 off.append(f"{label}: peak stored {a:,}, now {b:,} ({(b - a) / a:+.1%})")
         print(f"{label}: peak {new['oracle']['peak']:,} (stored {old['oracle']['peak']:,})")
     assert not off, "\n".join(off) + f"\n(after a deliberate change: `{spec.regenerate}`)"
+
+
+def test_retrying_failed_rows_keeps_the_others_and_a_reason_that_fails_again(
+        spec, stored, tmp_path, monkeypatch):
+    """``--retry-failed`` measures only the rows that failed; a row measured now replaces
+    its error, one that fails again keeps the stored reason (nothing lost to a broken
+    environment), and every measured row is kept as it was."""
+    failed = [r for r in stored["rows"] if "error" in r][:2]
+    assert len(failed) == 2
+    path = tmp_path / "steps.json"
+    step_oracle.save(copy.deepcopy(stored), path)
+    asked = []
+
+    def fake_measure(spec_, rows, graphs, workers=2, log=None):
+        asked.extend((r["fixture"], r["batch"]) for r in rows)
+        for r in rows:  # the first failed row runs now, the rest fail again
+            if (r["fixture"], r["model"], r["batch"]) == tuple(
+                    failed[0][k] for k in ("fixture", "model", "batch")):
+                r["oracle"] = {"peak": 1000}
+            else:
+                r["error"] = "still broken"
+        return {}
+
+    monkeypatch.setattr(step_oracle, "measure_rows", fake_measure)
+    monkeypatch.setattr(step_oracle, "add_memlint", lambda *a, **k: None)
+    monkeypatch.setattr(step_oracle, "figures", lambda data: {})
+    data = step_oracle.retry_failed(spec, path, log=None)
+    assert sorted(asked) == sorted((r["fixture"], r["batch"]) for r in stored["rows"]
+                                   if "error" in r)
+    for old, new in zip(stored["rows"], data["rows"]):
+        if old is failed[0] or (old["fixture"], old["model"], old["batch"]) == (
+                failed[0]["fixture"], failed[0]["model"], failed[0]["batch"]):
+            assert new["oracle"] == {"peak": 1000} and "error" not in new
+        else:
+            assert new == old  # measured rows untouched, failed ones keep their reason
+    assert data["meta"]["retried"]["now_measured"] == 1
