@@ -550,6 +550,9 @@ class Walk:
                 continue
             if s.what in ("input", "output"):
                 pool = ins if s.what == "input" else outputs
+                if s.what == "input" and s.index < len(pool) \
+                        and self.recomputed_normalization(kind, pool[s.index]):
+                    continue
                 if s.index < len(pool):
                     t = pool[s.index]
                     t.holds += 1
@@ -866,6 +869,16 @@ class Walk:
             shape = tuple(out_shape) if isinstance(out_shape, tuple) else ()
             return Saved("mask", shape, "bool", needed_for="inputs")
         return Saved("output", needed_for="inputs")
+
+    def recomputed_normalization(self, kind, t: "_Tensor") -> bool:
+        """Under XLA an element-wise layer reading a batch normalisation's output does not
+        keep it for its backward: the normalisation is fused into the layer, and its
+        output is recomputed from what the normalisation keeps (its input and statistics)
+        (H100 plans of Conv2D -> BatchNormalization -> swish, float32 and mixed_float16,
+        and of EfficientNetB0: no normalisation output alive, the convolution's output
+        and the activation's)."""
+        return self.profile.sign == "xla" and kind is not None and kind.elementwise \
+            and t.producer == "BatchNormalization" and not t.materialized
 
     def one_pass_reduction(self, layer, in_shape) -> bool:
         """Whether XLA reduces a batch normalisation's statistics in one pass, keeping the
