@@ -112,3 +112,16 @@ def test_rotating_sample_recompiles_to_the_stored_plans():
     assert rows
     assert not problems, "regenerate with `python -m harness.proxy` if intended:\n" + \
         "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_a_fixture_that_leaves_channels_first_set_does_not_break_the_next():
+    """``tf_keras_resnet_shape_list`` sets channels_first and fails before setting it back;
+    a fixture compiled after it in the same worker must still be built channels-last (it
+    failed with "Computed output size would be negative" in pooling)."""
+    _require_jax()
+    answer = proxy.run_plans(["fixtures/tf_keras_resnet_shape_list.py",
+                              "fixtures/unet_small.py"], workers=1)
+    unet = answer["results"]["fixtures/unet_small.py"]
+    assert "error" not in unet.get("unet", {"error": unet.get("__error__")}), unet
+    assert unet["unet"]["peak"] > 0
