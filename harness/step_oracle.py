@@ -476,11 +476,15 @@ def sample(rows: list, count: int, day: _dt.date | None = None,
     return chosen
 
 
+def configuration(row: dict) -> dict:
+    """A fresh copy of what ``row`` was measured under (no result, no memlint side)."""
+    return {k: row[k] for k in ("fixture", "model", "params", "batch", "optimizer_key",
+                                "precision_requested", "input_shapes") if k in row}
+
+
 def remeasure(spec: Spec, rows: list, workers: int = 2) -> list:
     """``rows`` measured again (fresh copies; memlint not needed)."""
-    fresh = [{k: r[k] for k in ("fixture", "model", "batch", "optimizer_key",
-                                "precision_requested", "input_shapes") if k in r}
-             for r in rows]
+    fresh = [configuration(r) for r in rows]
     measure_rows(spec, fresh, {}, workers=workers)
     return fresh
 
@@ -600,10 +604,7 @@ def retry_failed(spec: Spec, path: Path | None = None, workers: int = 2,
     data = load(path or spec.data)
     graphs = _graphs()
     failed = [i for i, r in enumerate(data["rows"]) if "error" in r]
-    fresh = [{k: data["rows"][i][k] for k in ("fixture", "model", "params", "batch",
-                                              "optimizer_key", "precision_requested",
-                                              "input_shapes") if k in data["rows"][i]}
-             for i in failed]
+    fresh = [configuration(data["rows"][i]) for i in failed]
     if fresh:
         measure_rows(spec, fresh, graphs, workers=workers, log=log)
         for i, row in zip(failed, fresh):

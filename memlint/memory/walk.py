@@ -301,9 +301,9 @@ class Walk:
                 self.calls_left[li] = self.calls_left.get(li, 0) + 1
 
         if self.train:  # the targets are step arguments too, shaped like the outputs
-            size = self.targets(layers, order)
-            self.alloc(*size, "targets", "targets")
-            tables = self.pointer_tables(layers, order)
+            outputs = self.model_outputs(layers, order)
+            self.alloc(*self.targets(outputs), "targets", "targets")
+            tables = self.pointer_tables(layers, order, len(outputs))
             self.alloc(0, tables * POINTER_TABLE_SLOT, "tables",
                        f"pointer tables of {tables} multi-output kernels")
         last_grads = None
@@ -362,12 +362,14 @@ class Walk:
                     if not self.pending.get((li, ci, k)) and layer.name not in self.inside]
         return out
 
-    def targets(self, layers: list, order: list) -> tuple:
-        """(per sample, fixed) bytes of the targets: one per model output, of its shape."""
-        sizes = [size for size in self.model_outputs(layers, order) if size is not None]
+    @staticmethod
+    def targets(outputs: list) -> tuple:
+        """(per sample, fixed) bytes of the targets: one per model output (``outputs``, as
+        :meth:`model_outputs` gives them), of its shape."""
+        sizes = [size for size in outputs if size is not None]
         return sum(s[0] for s in sizes), sum(s[1] for s in sizes)
 
-    def pointer_tables(self, layers: list, order: list) -> int:
+    def pointer_tables(self, layers: list, order: list, outputs: int) -> int:
         """How many of XLA's kernels in a training step return several buffers: each such
         result has a pointer table (8 bytes a buffer) that buffer assignment gives a
         256-byte slot of its own for the whole step, never shared (H100 plans of two small
@@ -379,14 +381,12 @@ class Walk:
         scratch): the forward call and its two backward products."""
         if not (self.train and self.profile.sign == "xla"):
             return 0
-        count = 2 + 3 * max(len(self.model_outputs(layers, order)) - 1, 0)
+        count = 2 + 3 * max(outputs - 1, 0)
         if not self.plain_sgd:
             count += sum(1 for layer in layers for w in layer.weights if w.trainable)
         for li, _ in order:
             layer = layers[li]
-            kind = REGISTRY.get(layer.type)
-            if (kind is not None and kind.family == "convolutional") or \
-                    self.cublas_product(layer):
+            if self.library_output(REGISTRY.get(layer.type)) or self.cublas_product(layer):
                 count += 3
         return count
 
@@ -1040,8 +1040,7 @@ class Walk:
         six 3x3x512x512 convolutions at batch 4: every input gradient first).  Deferred when
         the gradient outweighs what it keeps (XLA defers those convolutions' gradients
         under plain SGD too, where the kernel copy outweighs the gradient: not followed)."""
-        kind = REGISTRY.get(call.layer.type)
-        convolution = kind is not None and kind.family == "convolutional"
+        convolution = self.library_output(REGISTRY.get(call.layer.type))  # a cuDNN call
         if not (self.profile.sign == "xla" and single_call and size > 0
                 and (call.layer.type == "Dense" or convolution) and self.train):
             return False
