@@ -149,6 +149,8 @@ class Walk:
         self.gemm_workspace = gemm_workspace
         # XLA lays float32 convolutions out as NCHW on this GPU (before Hopper)
         self.nchw_float32 = nchw_float32
+        # float32 convolutions' kernels, and their updates, in NCHW's layout
+        self.nchw_update = nchw_float32 and prec.compute_bytes == 4
         # bfloat16 where the GPU has no bfloat16 arithmetic (before Ampere): convolutions
         # and matrix products run, and write, in float32; a recurrence's loop keeps bfloat16
         self.upcast = upcast_bfloat16
@@ -185,6 +187,7 @@ class Walk:
         # weight gradients made after the rest of the backward: (layer, bytes, the holds and
         # the output gradients the product reads)
         self.deferred: list = []
+        self.until_update: list = []  # buffers the update reads after every gradient
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -342,8 +345,12 @@ class Walk:
                                                  self.profile.update_temporaries,
                                                  loss_scaled=prec.loss_scaling)
                     * prec.variable_bytes, "scratch", "the update's temporaries")
+            elif self.keep_all_grads() and self.profile.sign == "xla":
+                temporaries = self.one_update_at_a_time(layers)
             self.event("update", "optimizer")
             self.release(temporaries)
+            for item in self.until_update:
+                self.unhold(item)
         else:
             self.event("forward", "end")
         self.result.unknown = list(dict.fromkeys(self.unknown))
@@ -971,7 +978,7 @@ class Walk:
                     self.ref(buf)  # the product reads the output's gradient too
                 # the update reads the kernel's copy in cuDNN's layout: kept until then
                 carried = [h for h in call.holds if h[1] or h[0] is call.relayout]
-                self.deferred.append((layer, size, carried, grads_out))
+                self.deferred.append((layer, size, carried, grads_out, call.relayout))
                 call.holds = [h for h in call.holds if h not in carried]
             else:
                 grads = self.alloc(0, size, "gradients", f"{name} weight gradients", name)
@@ -1028,6 +1035,13 @@ class Walk:
         self.release(workspace)
         for buf in scratch:
             self.release(buf)
+        if call.relayout is not None and self.keep_all_grads():
+            # the update reads the kernel's copy in cuDNN's layout, after every gradient
+            # (H100 plan of six 3x3x256x256 convolutions under mixed_float16 with Adam:
+            # five copies alive beside the gradients when the updates start)
+            held = [h for h in call.holds if h[0] is call.relayout]
+            call.holds = [h for h in call.holds if h[0] is not call.relayout]
+            self.until_update += [h[0] for h in held]
         self.finish_call(call)
 
     def deferrable(self, call: "_Call", size: int, single_call: bool) -> bool:
@@ -1051,18 +1065,43 @@ class Walk:
         return kept < size
 
     def deferred_weight_gradients(self) -> None:
-        """The deferred weight gradients, one moment each, after the rest of the backward."""
-        for layer, size, holds, grads_out in self.deferred:
-            grads = self.alloc(0, size, "gradients", f"{layer.name} weight gradients",
-                               layer.name)
+        """The deferred weight gradients, one layer at a time, after the rest of the
+        backward (the last layer's first: XLA runs them in layer order in the plans below,
+        which changes only which layer's product meets the values already waiting).
+
+        A deferred convolution's update writes its slots' new values (and, where
+        :meth:`gradient_copies` counts one, the new kernel) to buffers of their own, and
+        XLA copies them into the donated state only at the end of the step: they wait there,
+        every deferred convolution's together (H100 plans of 3 to 12 equal convolutions with
+        Adam at batch 4, every kernel gradient after the input gradients: two such buffers
+        per layer alive beside the last update, their copies into the slots at the end of
+        the program).  The update comes after the gradient's product, once the layer's input
+        and output gradient are gone.  A float32 update before Hopper runs in NCHW's kernel
+        layout, from transposed copies of the slots, whose donated buffers XLA then reuses
+        for the new values (T4 plan of six 3x3x256x256 convolutions with Adam: 10 new slot
+        values waiting, 6.8 kernels of temporaries in all): not counted there."""
+        for layer, size, holds, grads_out, kernel_copy in self.deferred:
+            pending = 0
+            if self.library_output(REGISTRY.get(layer.type)) and not self.nchw_update:
+                pending = self.trainable_bytes(layer) * (self.gradient_copies(layer) - 1)
+            grads = self.alloc(0, size - pending, "gradients",
+                               f"{layer.name} weight gradients", layer.name)
             workspace = self.workspace(layer)
             self.event("backward", layer.name)
             self.release(workspace)
-            self.release(grads)
             for buf in grads_out:
                 self.release(buf)
             for item, _ in holds:
-                self.unhold(item)
+                if item is not kernel_copy:
+                    self.unhold(item)
+            if pending:
+                self.until_update.append(self.alloc(0, pending, "gradients",
+                                                    f"{layer.name} new slot values",
+                                                    layer.name))
+                self.event("update", layer.name)
+            self.release(grads)
+            if any(item is kernel_copy for item, _ in holds):
+                self.unhold(kernel_copy)
         self.deferred = []
 
     def fused_select_and_scatter(self, call: "_Call") -> bool:
@@ -1265,6 +1304,22 @@ class Walk:
             return None
         return self.alloc(0, size, "work", f"{layer.name} split-K partial sums",
                           layer.name)
+
+    def one_update_at_a_time(self, layers: list) -> Optional[Buffer]:
+        """Where XLA updates only after every gradient is made (loss scaling, data
+        parallelism), it updates the variables one layer at a time; a convolution's update
+        takes the buffers :meth:`gradient_copies` counts, in the variables' dtype (its
+        gradient read transposed, its slots' new values): the largest one's are counted (a
+        matrix product's kernel is updated in place, its gradient unscaled inside the
+        update: MLPs under mixed_float16 take no such buffers) (H100 plan of three 3x3x256x256 ReLU convolutions under mixed_float16 with Adam at
+        batch 4: three float32 kernel-sized buffers beside the 16-bit kernel copies)."""
+        size = max((sum(w.size * self.prec.variable_bytes for w in layer.weights
+                        if w.trainable) * self.gradient_copies(layer)
+                    for layer in layers if self.library_output(REGISTRY.get(layer.type))),
+                   default=0)
+        if not size:
+            return None
+        return self.alloc(0, size, "gradients", "the largest layer's update")
 
     def keep_all_grads(self) -> bool:
         """Loss scaling (mixed_float16) under XLA checks every gradient before any update;
