@@ -117,6 +117,11 @@ PROBES = {
                "padding='same', activation='relu'), L.Conv3D(16, 3, padding='same', "
                "activation='relu'), L.MaxPooling3D(2), L.GlobalAveragePooling3D(), "
                "L.Dense(10)])", (8, 32, 32, 3), 32, "Conv3D with ReLU and 3D max pooling"),
+    "relu_stack": ("model = keras.Sequential([keras.Input((8, 8, 64))] + [L.Conv2D(256, 3, "
+                   "padding='same', activation='relu') for _ in range(6)] + "
+                   "[L.GlobalAveragePooling2D(), L.Dense(10)])", (8, 8, 64), 4,
+                   "with slots (--optimizer adam) the new slot values of kernel gradients "
+                   "made after the input gradients wait for the end of the step"),
 }
 
 TARGETS = ("h100", "t4")
