@@ -172,6 +172,10 @@ class TrainingSetup:
     backend: Optional[str] = None  # tf, jax, torch (None: not known; v1 model, no profile)
     backend_source: str = "not stated in the code"
     jit_compile: Optional[bool] = None  # compile(jit_compile=...) when the code sets it
+    # the loss compile() names, as Keras's canonical function name (None: not known, a
+    # custom function, or no compile), and where it came from
+    loss: Optional[str] = None
+    loss_source: str = ""
     # what the model is fed: one element shape per model input, batch dimension excluded
     # (None: not known from the code), and where it came from (with the line)
     data_shapes: Optional[list] = None

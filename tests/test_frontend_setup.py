@@ -38,6 +38,27 @@ def test_optimizer_from_compile(compile_call, name, options):
     assert "compile()" in setup.optimizer.source
 
 
+@pytest.mark.parametrize("compile_call,loss", [
+    ("model.compile('sgd', 'mse')", "mean_squared_error"),
+    ("model.compile(optimizer='adam', loss='MAE')", "mean_absolute_error"),
+    ("model.compile('adam', loss=keras.losses.MeanSquaredError())", "mean_squared_error"),
+    ("model.compile('adam', loss=tf.keras.losses.BinaryCrossentropy(from_logits=True))",
+     "binary_crossentropy"),
+    ("model.compile('adam', keras.losses.categorical_crossentropy)",
+     "categorical_crossentropy"),
+    ("model.compile('adam', loss='Huber')", "huber"),
+    ("model.compile('adam', loss={'a': 'mse', 'b': 'mean_squared_error'})",
+     "mean_squared_error"),
+    ("model.compile('adam', loss=['mse', 'mae'])", None),  # different losses
+    ("def my_loss(y, p):\n    return y - p\nmodel.compile('adam', loss=my_loss)", None),
+    ("model.compile('adam')", None),
+])
+def test_loss_from_compile(compile_call, loss):
+    setup = setup_of(compile_call + "\n")
+    assert setup.loss == loss
+    assert "compile()" in setup.loss_source
+
+
 def test_no_compile_is_an_explicit_assumption():
     setup = setup_of("")
     assert setup.optimizer.source.startswith("assumed")

@@ -99,6 +99,20 @@ class TimeDistributed(LayerKind):
         saved = nested_call(inner, "saved_tensors", step)
         return [(s[0], input_shape[1], *s[1:]) for s in saved]
 
+    @staticmethod
+    def _step_gradients(input_shape) -> list:
+        """With a static time axis Keras runs the inner layer on each step's slice of the
+        input in a Python loop; under torch autograd each slice's gradient is a zero tensor
+        of the whole input's size with that slice written (``select_backward``), summed into
+        the input's gradient one step at a time: two such buffers beside the sum while the
+        backward runs (a torch step of TimeDistributed(Conv2D) -> TimeDistributed(
+        MaxPooling2D) over 6 frames: two ``select_backward`` results and their sum, each
+        [6, 32, 16, 16, 8], alive at the peak)."""
+        if not isinstance(input_shape[1], int):
+            return []
+        return [Saved("step gradients", tuple(input_shape), needed_for="inputs",
+                      when="backward", count=2, profiles=("torch",))]
+
     def saved(self, config, input_shape, output_shape):
         """The inner layer's, on every step: its input and output are slices of the
         wrapper's (kept as they are), its own buffers gain the time axis.  A model or a layer
@@ -109,10 +123,11 @@ class TimeDistributed(LayerKind):
             inner_saved = [Saved("inner tensors", s) for s in
                            nested_call(inner, "saved_tensors", step)]
             return [Saved("input")] + [Saved(s.what, (s.shape[0], input_shape[1], *s.shape[1:]))
-                                       for s in inner_saved if s.shape]
+                                       for s in inner_saved if s.shape] + \
+                self._step_gradients(input_shape)
         kind = REGISTRY[inner["class_name"]]
         step_out = (output_shape[0], *output_shape[2:])
-        out = []
+        out = self._step_gradients(input_shape)
         for s in kind.saved(inner["config"], step, step_out):
             if s.what in ("input", "output", "sign") or not s.per_batch or not s.shape:
                 out.append(s)

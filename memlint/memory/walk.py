@@ -37,6 +37,7 @@ from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
 from memlint.layers.base import REGISTRY, Saved
 from memlint.memory.dtypes import Precision
 from memlint.memory.gemm_split import partial_bytes
+from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
@@ -325,7 +326,9 @@ class Walk:
                     t.grad = self.alloc(t.buf.per_sample, t.buf.fixed, "grad",
                                         "loss gradient", t.buf.layer)
             self.zero_tables(calls)
+            temporaries = self.loss_temporaries(outputs)
             self.event("backward", "loss")
+            self.release(temporaries)
             for t in outputs:
                 t.output = False
                 self.maybe_free(t)
@@ -355,6 +358,23 @@ class Walk:
             self.event("forward", "end")
         self.result.unknown = list(dict.fromkeys(self.unknown))
         return self.result
+
+    def loss_temporaries(self, outputs: list) -> Optional[Buffer]:
+        """Where the loss's backward runs op by op (torch), the output-sized float32 buffers
+        it holds beside the gradient it returns (:mod:`memlint.memory.losses`); with several
+        outputs their losses' backwards run one after the other: the largest output's."""
+        if not self.profile.eager_loss:
+            return None
+        graded = [t for t in outputs if t.requires_grad]
+        if not graded:
+            return None
+        largest = max(graded, key=lambda t: t.buf.at(self.batch))
+        scale = backward_buffers(self.setup.loss) * (1 if largest.wide else 2)  # in float32
+        per_sample, fixed = scale * largest.buf.per_sample, scale * largest.buf.fixed
+        if not (per_sample or fixed):
+            return None
+        loss = self.setup.loss or "a loss not known statically"
+        return self.alloc(per_sample, fixed, "scratch", f"the backward of {loss}")
 
     def model_outputs(self, layers: list, order: list) -> list:
         """(per sample, fixed) bytes of each model output (an output no layer reads), in the

@@ -227,6 +227,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return _keras1_merge(interp, args, kwargs, node)
     if name.startswith("keras.optimizers.") and short[:1].isupper():
         return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
+    if name.startswith("keras.losses.") and short[:1].isupper():
+        return Ref(name)  # a loss object: compile() needs only which loss it is
     if name == "keras.mixed_precision.set_global_policy":
         policy = _policy_name(args[0] if args else kwargs.get("policy"))
         if policy is not None:

@@ -6,6 +6,7 @@ import math
 
 from memlint.frontends.keras.calls import optimizer_spec
 from memlint.frontends.keras.devices import PerReplica
+from memlint.frontends.keras.losses import loss_name
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
@@ -26,6 +27,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     setup = TrainingSetup(dtype_policy=policy, dtype_source=source)
     setup.optimizer = _optimizer(usage)
     setup.jit_compile = _jit_compile(usage)
+    setup.loss, setup.loss_source = _loss(usage)
 
     for method in ("train_on_batch", "fit", "fit_generator"):
         for args, kwargs, loc in usage.get(method, []):
@@ -183,6 +185,17 @@ def _jit_compile(usage: dict):
         if isinstance(value, bool):
             return value
     return None
+
+
+def _loss(usage: dict) -> tuple:
+    """The loss of the first compile() and where it came from (None: not known)."""
+    for args, kwargs, loc in usage.get("compile", []):
+        value = args[1] if len(args) > 1 else kwargs.get("loss")
+        if value is None:
+            return None, f"no loss in compile() at line {loc.line}"
+        name, what = loss_name(value)
+        return name, f"{what} in compile() at line {loc.line}"
+    return None, "no compile() found"
 
 
 def _optimizer(usage: dict) -> OptimizerSpec:
