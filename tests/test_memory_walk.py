@@ -1260,7 +1260,7 @@ def test_what_a_strided_transposed_convolution_makes_while_it_runs(filters, kern
     config = kind.configure(Args([filters, kernel], {"strides": 2, "padding": "same"}))
     found = [(s.what, s.shape) for s in kind.saved(config, (None, 14, 14, 8), (None, 28, 28,
                                                                                    filters))
-             if s.when == "forward"]
+             if s.when == "forward" and (not s.profiles or "xla" in s.profiles)]
     assert found == want
 
 
