@@ -61,9 +61,10 @@ class Profile:
     # window pooling of channels-last data returns a channels-first tensor seen
     # channels-last (Keras's torch backend): a Flatten or Reshape of it is a copy
     pooled_outputs_strided: bool = False
-    # the loss's backward runs op by op (eager): its output-sized temporaries, by loss
-    # function (memlint/memory/losses.py)
-    eager_loss: bool = False
+    # the backward runs op by op (eager autograd): the loss's output-sized temporaries, by
+    # loss function (memlint/memory/losses.py), and a weight that several calls read gets
+    # each call's gradient as a tensor of its own, summed in pairs
+    eager_backward: bool = False
     notes: tuple = ()
 
     def describe(self) -> str:
@@ -93,7 +94,7 @@ TORCH = Profile(
     name="torch", title="Keras 3 on PyTorch, eager, caching allocator", round_bytes=512,
     inplace_elementwise=False, weight_gradients="kept", sign="output", framework_reserve=0,
     forward_keeps_outputs=True, grads_during_forward=True, update_temporaries="foreach",
-    pooled_outputs_strided=True, eager_loss=True,
+    pooled_outputs_strided=True, eager_backward=True,
     notes=("autograd keeps every tensor a backward function needs",
            "a Functional or Sequential model holds every layer output until its call returns",
            "the last step's gradients live until the forward is done (zero_grad after it)",
@@ -101,6 +102,7 @@ TORCH = Profile(
            "the update's torch._foreach_* temporaries: up to five weight-sized lists",
            "a Flatten or Reshape of a pooling's output is a copy",
            "the loss's backward: several output-sized temporaries, by loss function",
+           "a weight several calls read: each call's gradient, summed in pairs",
            "caching allocator blocks rounded up to 512 B (segments of 2/20 MiB not added)",
            "cuDNN workspaces not added"))
 

@@ -363,7 +363,7 @@ class Walk:
         """Where the loss's backward runs op by op (torch), the output-sized float32 buffers
         it holds beside the gradient it returns (:mod:`memlint.memory.losses`); with several
         outputs their losses' backwards run one after the other: the largest output's."""
-        if not self.profile.eager_loss:
+        if not self.profile.eager_backward:
             return None
         graded = [t for t in outputs if t.requires_grad]
         if not graded:
@@ -983,6 +983,12 @@ class Walk:
         relayout = None if call.relayout is not None else \
             self.relayout(layer, REGISTRY.get(layer.type))
         self.activation_backward(call)
+        if call.trains and name in self.weight_grads and self.profile.eager_backward:
+            # autograd sums this call's weight gradient into the one a later call made: the
+            # two products and their sum exist at once (a torch step of a Dense(256) shared
+            # by two inputs of 4096 features: two `mm` results and the `add`)
+            scratch.append(self.alloc(0, 2 * self.trainable_bytes(layer), "scratch",
+                                      f"{name} weight gradient of another call", name))
         if call.trains and name not in self.weight_grads:
             size = self.trainable_bytes(layer)
             keep = self.profile.weight_gradients == "kept" or self.keep_all_grads()
