@@ -172,6 +172,8 @@ class LayerKind:
 
 # The backend profiles' names (memlint.memory.profiles; "default": no backend stated).
 PROFILE_NAMES = ("xla", "tf-graph", "torch", "default")
+# every profile but torch's (eager Keras on PyTorch keeps its own tensors: torch-only entries)
+NOT_TORCH = tuple(name for name in PROFILE_NAMES if name != "torch")
 
 
 def instead_of_input(saved: list, profile: str, entries: list) -> list:

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from memlint.ir import Weight
 from memlint.layers.base import (
+    NOT_TORCH,
     Args,
     Saved,
     activation_arg,
@@ -340,7 +341,7 @@ class Conv3D(_PlainConv):
 
 # XLA's lowering of a strided transposed convolution (its scratch); PyTorch runs
 # ``conv_transpose`` directly (measured on the CPU torch step: no such buffers).
-_NOT_TORCH = ("xla", "tf-graph", "default")
+_NOT_TORCH = NOT_TORCH
 
 
 class _ConvTranspose(_Conv):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from memlint.ir import Weight
 from memlint.layers.base import (
+    NOT_TORCH,
     REGISTRY,
     Saved,
     nested_layer,
@@ -51,7 +52,7 @@ SCAN_BUFFERS = {1: (4, 0, 1), 4: (13, 0, 1), 3: (9, 2, 0)}
 # slices, each a zero-filled tensor of the projections' size.  On a GPU with cuDNN, Keras
 # hands LSTM and GRU to cuDNN, whose reserve space was not measured.
 TORCH_STEP_UNITS = {1: 1, 4: 11, 3: 10}
-_NOT_TORCH = ("xla", "tf-graph", "default")
+_NOT_TORCH = NOT_TORCH
 
 
 def scan_saved(gates: int, units: int, input_shape, sequences: bool = True) -> list:
