@@ -237,7 +237,10 @@ class _Conv(LayerKind):
         (``.contiguous()``), over two or three spatial axes then converted to the
         channels-last memory format (a second copy, which autograd saves; the first is
         dropped), and the kernel likewise; padded where the padding is uneven
-        (keras/src/backend/torch/nn.py ``conv``).  TensorFlow keeps the input itself."""
+        (keras/src/backend/torch/nn.py ``conv``); channels-first data is convolved as it
+        is, after the padding's copy where there is one (the Keras 1 MNIST CNN's strided
+        ``"same"`` convolution: its [32, 32, 25, 25] padded input kept).  TensorFlow keeps
+        the input itself."""
         out = list(super().saved(config, input_shape, output_shape))
         padded = self.padded_input(config, input_shape, output_shape) \
             if self.pads_input else None
@@ -251,6 +254,9 @@ class _Conv(LayerKind):
                 copies.append(Saved("kernel layout copy", (kernels,), "variable",
                                     needed_for="inputs", per_batch=False))
             out = instead_of_input(out, "torch", copies)
+        elif padded is not None:  # channels-first data is padded, then convolved as it is
+            out = instead_of_input(out, "torch", [
+                Saved("padded input", padded, needed_for="weights")])
         return out
 
     def kernel_elements(self, config, input_shape) -> int:
