@@ -151,8 +151,9 @@ class MultiHeadAttention(LayerKind):
     def torch_attention(config, input_shape, out: list, scores: tuple) -> list:
         """Under torch, without dropout and on sequences (a 4-D projected query), Keras
         calls ``scaled_dot_product_attention``, a fused kernel that keeps no score matrix:
-        its output and one float32 log-sum-exp per query and head instead (measured on the
-        CPU torch step; CUDA's memory-efficient and flash kernels keep the same).  With
+        its output (heads first, besides the heads-last copy the output projection reads)
+        and one float32 log-sum-exp per query and head instead (measured on the CPU torch
+        step; CUDA's memory-efficient and flash kernels keep the same).  With
         dropout, Keras computes the scores itself: its softmax keeps the scores alive
         (``_keras_logits``) besides the probabilities, and the product with the values
         keeps the dropped probabilities."""
@@ -164,7 +165,9 @@ class MultiHeadAttention(LayerKind):
         others = ("xla", "tf-graph", "default")
         kept = [replace(s, profiles=others) if s.what in score_sized and not s.profiles else s
                 for s in out]
-        return kept + [Saved("log-sum-exp", scores[:3], "float32", profiles=("torch",))]
+        heads = next(s.shape for s in out if s.what == "heads output")
+        return kept + [Saved("log-sum-exp", scores[:3], "float32", profiles=("torch",)),
+                       Saved("fused attention output", heads, profiles=("torch",))]
 
     def weights(self, config, input_shape):
         query, value, key = self._inputs(input_shape)
