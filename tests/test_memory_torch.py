@@ -399,3 +399,21 @@ def test_a_conv_lstm_keeps_each_gates_convolution_copies_under_torch(layer, shap
         ("steps' states and gates", state, "compute", "saved", states)]
     assert ("steps' states and gates", state, "compute", "saved", 13) in under(entries, "xla")
     assert any(w == "time-major input" for w, *_ in under(entries, "xla"))
+
+
+def test_the_report_names_the_loss_the_estimate_used(tmp_path, capsys):
+    import json
+
+    from memlint.cli import main
+
+    path = tmp_path / "m.py"
+    path.write_text("import keras\nfrom keras import layers as L\n" + AUTOENCODER +
+                    "\nmodel.compile(optimizer='adam', loss=keras.losses.Huber())\n"
+                    "model.fit(x, y, batch_size=32)\n")
+    assert main(["report", str(path), "--backend", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert "loss:         huber (the loss in compile() at line 4)" in out
+    assert "the backward of huber" in out
+    assert main(["report", str(path), "--backend", "torch", "--output-format", "json"]) == 0
+    model = json.loads(capsys.readouterr().out)["models"][0]
+    assert (model["loss"], model["loss_source"]) == ("huber", "the loss in compile() at line 4")

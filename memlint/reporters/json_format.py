@@ -48,6 +48,8 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "optimizer": setup.optimizer.name,
         "optimizer_options": setup.optimizer.options,
         "optimizer_source": setup.optimizer.source,
+        "loss": setup.loss,
+        "loss_source": setup.loss_source or None,
         "dtype_policy": setup.dtype_policy,
         "backend": setup.backend,
         "backend_source": setup.backend_source,

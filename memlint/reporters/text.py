@@ -147,6 +147,8 @@ def model_report(graph, breakdown, budget) -> list:
     if setup.mode == "train":
         lines.append(f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
                      f"({setup.optimizer.source})")
+        if setup.loss_source:
+            lines.append(f"  loss:         {setup.loss or 'not known'} ({setup.loss_source})")
     lines.append(f"  dtype policy: {setup.dtype_policy} ({setup.dtype_source})")
     if not onnx:  # an ONNX graph's inference peak comes from tensor liveness, not a profile
         lines.append(f"  profile:      {profile_line(setup, breakdown)}")
