@@ -417,3 +417,12 @@ def test_the_report_names_the_loss_the_estimate_used(tmp_path, capsys):
     assert main(["report", str(path), "--backend", "torch", "--output-format", "json"]) == 0
     model = json.loads(capsys.readouterr().out)["models"][0]
     assert (model["loss"], model["loss_source"]) == ("huber", "the loss in compile() at line 4")
+
+
+def test_sparse_categorical_crossentropy_makes_five_output_sized_buffers_under_torch():
+    """Softmax probabilities over [32, 4096, 3] with integer targets (torch-step oracle):
+    5 2/3 output-sized buffers at the loss's forward, the step's peak."""
+    from memlint.memory.losses import backward_buffers
+
+    assert backward_buffers("sparse_categorical_crossentropy") == 5
+    assert backward_buffers(None) == backward_buffers("a loss no one measured") == 6

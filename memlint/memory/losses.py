@@ -6,7 +6,7 @@ differences the forward kept, the chain rule's products (``pow_backward`` of a s
 ``x ** 1``, ``2 * that`` and ``grad * that`` at once).  Counted on a torch step of a 1x1
 convolution with a [32, 64, 64, 3] output (the torch-step oracle, ``harness/torch_step.py``:
 output-sized float32 buffers alive beyond the forward's at the peak, less the one gradient
-the walk already counts).  XLA fuses the loss into a kernel or two; TensorFlow's graph mode
+the walk already counts; the walk puts the loss's forward and backward in one moment).  XLA fuses the loss into a kernel or two; TensorFlow's graph mode
 is not calibrated here.
 
 Loss names are Keras's canonical function names (the frontend maps ``"mse"``,
@@ -26,6 +26,9 @@ TORCH_BACKWARD_BUFFERS = {
     "huber": 5,
     "mean_squared_logarithmic_error": 5,
     "categorical_crossentropy": 5,  # 4 1/3: one per-position reduction is a third wide
+    # from softmax probabilities over [32, 4096, 3] with integer targets: 5 2/3 output-sized
+    # buffers in the loss's forward (division, clamp, log, copies), the step's peak
+    "sparse_categorical_crossentropy": 5,
     "kl_divergence": 6,
     "poisson": 3,
 }
