@@ -188,7 +188,8 @@ class Walk:
         # weight gradients made after the rest of the backward: (layer, bytes, the holds and
         # the output gradients the product reads)
         self.deferred: list = []
-        self.until_update: list = []  # buffers the update reads after every gradient
+        # deferred convolution updates' new slot values, copied into the state at the end
+        self.until_update: list = []
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -352,8 +353,8 @@ class Walk:
                 temporaries = self.one_update_at_a_time(layers)
             self.event("update", "optimizer")
             self.release(temporaries)
-            for item in self.until_update:
-                self.unhold(item)
+            for buf in self.until_update:
+                self.release(buf)
         else:
             self.event("forward", "end")
         self.result.unknown = list(dict.fromkeys(self.unknown))
@@ -1341,8 +1342,7 @@ class Walk:
         three 3x3x256x256 ReLU convolutions under mixed_float16 with Adam at batch 4: three
         float32 kernel-sized buffers beside the 16-bit kernel gradients not yet applied
         (memlint was 19% under without them)."""
-        size = max((sum(w.size * self.prec.variable_bytes for w in layer.weights
-                        if w.trainable) * self.gradient_copies(layer)
+        size = max((self.trainable_bytes(layer) * self.gradient_copies(layer)
                     for layer in layers if self.library_output(REGISTRY.get(layer.type))),
                    default=0)
         if not size:
