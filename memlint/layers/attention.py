@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memlint.ir import Weight
-from memlint.layers.base import Args, LayerError, LayerKind, Saved, format_shape, register
+from memlint.layers.base import (NOT_TORCH, Args, LayerError, LayerKind, Saved, format_shape,
+                                  register)
 
 
 def _positive_int(name: str, value) -> int:
@@ -162,9 +163,8 @@ class MultiHeadAttention(LayerKind):
             return out + [Saved("dropped probabilities", scores, profiles=("torch",))] \
                 if config.get("dropout") else out
         score_sized = ("attention probabilities", "attention scores", "score gradients")
-        others = ("xla", "tf-graph", "default")
-        kept = [replace(s, profiles=others) if s.what in score_sized and not s.profiles else s
-                for s in out]
+        kept = [replace(s, profiles=NOT_TORCH) if s.what in score_sized and not s.profiles
+                else s for s in out]
         heads = next(s.shape for s in out if s.what == "heads output")
         return kept + [Saved("log-sum-exp", scores[:3], "float32", profiles=("torch",)),
                        Saved("fused attention output", heads, profiles=("torch",))]

@@ -345,11 +345,8 @@ class Conv3D(_PlainConv):
     rank = 3
 
 
-# XLA's lowering of a strided transposed convolution (its scratch); PyTorch runs
-# ``conv_transpose`` directly (measured on the CPU torch step: no such buffers).
-_NOT_TORCH = NOT_TORCH
-
-
+# Its scratch is XLA's lowering of a strided transposed convolution (NOT_TORCH): PyTorch
+# runs ``conv_transpose`` directly (measured on the CPU torch step: no such buffers).
 class _ConvTranspose(_Conv):
     """``ConvNDTranspose(filters, kernel_size)``: the gradient of a convolution, upsampling."""
 
@@ -412,25 +409,25 @@ class _ConvTranspose(_Conv):
             # output)
             out = instead_of_input(out, "xla", [Saved("dilated input", dilated,
                                                       needed_for="weights")])
-            out.append(Saved("dilated input", dilated, when="forward", profiles=_NOT_TORCH))
+            out.append(Saved("dilated input", dilated, when="forward", profiles=NOT_TORCH))
             return out + [Saved("dilated input", dilated, needed_for="weights",
                                 when="backward", profiles=("tf-graph", "default"))]
         elif config["padding"] == "same" and any((k - s) % 2 for k, s in zip(kernel, strides)):
             wider = [o + (k - s) % 2 for o, k, s in zip(outs[spatial], kernel, strides)]
             out.append(Saved("padded output", shaped(wider, config["filters"]),
-                             when="forward", profiles=_NOT_TORCH))
+                             when="forward", profiles=NOT_TORCH))
         if config["filters"] == 1 or config["padding"] != "valid" or len(kernel) > 2:
             return out + [Saved("dilated input", dilated, needed_for="weights",
-                                when="backward", profiles=_NOT_TORCH)]
+                                when="backward", profiles=NOT_TORCH)]
         # "valid", over one or two axes, several filters: the kernel's gradient is a
         # convolution over batch-minor copies of the input and of the output's gradient,
         # the stride a dilation of the window (H100 plans of 14x14 and 32x32 inputs, 1 to 48
         # channels, 4 to 64 filters: within +25%, never under; the padded dilated input
         # was up to 140% over and 49% under there)
         return out + [Saved("input, batch-minor", tuple(input_shape), needed_for="weights",
-                            when="backward", profiles=_NOT_TORCH),
+                            when="backward", profiles=NOT_TORCH),
                       Saved("output gradient, batch-minor", tuple(output_shape),
-                            needed_for="weights", when="backward", profiles=_NOT_TORCH)]
+                            needed_for="weights", when="backward", profiles=NOT_TORCH)]
 
 
 @register

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import ClassVar, Optional
 
 from memlint.layers.base import (
+    NOT_TORCH,
     Args,
     Saved,
     data_format,
@@ -103,11 +104,10 @@ def _global_max_saved(self, config, input_shape, output_shape):
 
 def _window_scratch(rank: int, output_shape) -> list:
     """XLA's select-and-scatter scratch (PyTorch scatters by its saved argmax indices)."""
-    others = ("xla", "tf-graph", "default")
     return [Saved("window indices", tuple(output_shape), "int32", needed_for="inputs",
-                  when="backward", count=rank + 2, profiles=others),
+                  when="backward", count=rank + 2, profiles=NOT_TORCH),
             Saved("window values", tuple(output_shape), needed_for="inputs", when="backward",
-                  profiles=others)]
+                  profiles=NOT_TORCH)]
 
 
 class _Pooling(LayerKind):

@@ -52,7 +52,6 @@ SCAN_BUFFERS = {1: (4, 0, 1), 4: (13, 0, 1), 3: (9, 2, 0)}
 # slices, each a zero-filled tensor of the projections' size.  On a GPU with cuDNN, Keras
 # hands LSTM and GRU to cuDNN, whose reserve space was not measured.
 TORCH_STEP_UNITS = {1: 1, 4: 11, 3: 10}
-_NOT_TORCH = NOT_TORCH
 
 
 def scan_saved(gates: int, units: int, input_shape, sequences: bool = True) -> list:
@@ -67,7 +66,7 @@ def scan_saved(gates: int, units: int, input_shape, sequences: bool = True) -> l
     per_unit, per_gate, copies = SCAN_BUFFERS.get(gates, (3 * gates + 1, 0, 1))
     batch, steps, features = input_shape[0], input_shape[1], input_shape[-1]
     out = [Saved("steps' states and gates", (batch, steps, units), count=per_unit,
-                 profiles=_NOT_TORCH),
+                 profiles=NOT_TORCH),
            Saved("steps' states and gates", (batch, steps, units),
                  count=TORCH_STEP_UNITS.get(gates, 2 * gates + 1), profiles=("torch",))]
     if not sequences:
@@ -83,20 +82,20 @@ def scan_saved(gates: int, units: int, input_shape, sequences: bool = True) -> l
                          count=3, profiles=("torch",)))
     if per_gate:
         out.append(Saved("steps' input projections", (batch, steps, gates * units),
-                         count=per_gate, profiles=_NOT_TORCH))
+                         count=per_gate, profiles=NOT_TORCH))
         out.append(Saved("steps' input projections", (batch, steps, gates * units),
-                         count=per_gate, when="forward", profiles=_NOT_TORCH))
+                         count=per_gate, when="forward", profiles=NOT_TORCH))
     if copies:
         out.append(Saved("time-major input", (batch, steps, features), count=copies,
-                         profiles=_NOT_TORCH))
+                         profiles=NOT_TORCH))
         out.append(Saved("time-major input", (batch, steps, features), count=copies,
-                         when="forward", profiles=_NOT_TORCH))
+                         when="forward", profiles=NOT_TORCH))
         if not sequences:  # the stacked outputs are not the layer's output
             out.append(Saved("steps' states and gates", (batch, steps, units),
-                             when="forward", profiles=_NOT_TORCH))
+                             when="forward", profiles=NOT_TORCH))
     if gates == 4:  # the step's gate blocks while the loop's backward runs
         out.append(Saved("step gates", (batch, gates * units), when="backward", count=5,
-                         profiles=_NOT_TORCH))
+                         profiles=NOT_TORCH))
     return out
 
 

@@ -6,8 +6,8 @@ differences the forward kept, the chain rule's products (``pow_backward`` of a s
 ``x ** 1``, ``2 * that`` and ``grad * that`` at once).  Counted on a torch step of a 1x1
 convolution with a [32, 64, 64, 3] output (the torch-step oracle, ``harness/torch_step.py``:
 output-sized float32 buffers alive beyond the forward's at the peak, less the one gradient
-the walk already counts; the walk puts the loss's forward and backward in one moment).  XLA fuses the loss into a kernel or two; TensorFlow's graph mode
-is not calibrated here.
+the walk already counts; the walk puts the loss's forward and backward in one moment).  XLA
+fuses the loss into a kernel or two; TensorFlow's graph mode is not calibrated here.
 
 Loss names are Keras's canonical function names (the frontend maps ``"mse"``,
 ``keras.losses.MeanSquaredError()`` and the like onto them); a loss the table does not know

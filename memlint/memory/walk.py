@@ -186,10 +186,10 @@ class Walk:
         self.call_order: list = []
         self.early_scratch: dict = {}  # (layer, call, what) -> scratch allocated before it
         # weight gradients made after the rest of the backward: (layer, bytes, the holds and
-        # the output gradients the product reads)
+        # the output gradients the product reads, the kernel's copy the update reads)
         self.deferred: list = []
         # deferred convolution updates' new slot values, copied into the state at the end
-        self.until_update: list = []
+        self.pending_slot_values: list = []
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -353,7 +353,7 @@ class Walk:
                 temporaries = self.one_update_at_a_time(layers)
             self.event("update", "optimizer")
             self.release(temporaries)
-            for buf in self.until_update:
+            for buf in self.pending_slot_values:
                 self.release(buf)
         else:
             self.event("forward", "end")
@@ -1121,9 +1121,8 @@ class Walk:
                 if item is not kernel_copy:
                     self.unhold(item)
             if pending:
-                self.until_update.append(self.alloc(0, pending, "gradients",
-                                                    f"{layer.name} new slot values",
-                                                    layer.name))
+                self.pending_slot_values.append(self.alloc(
+                    0, pending, "gradients", f"{layer.name} new slot values", layer.name))
                 self.event("update", layer.name)
             self.release(grads)
             if any(item is kernel_copy for item, _ in holds):
