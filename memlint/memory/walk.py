@@ -120,6 +120,7 @@ class _Tensor:
     shape: Optional[tuple] = None  # batch first
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
+    centred: bool = False  # a batch normalisation's output whose centred input is kept
 
 
 @record
@@ -499,7 +500,13 @@ class Walk:
                 elif s.what == "float32 input" and self.compute_bytes == 4:
                     s = Saved("input", needed_for=s.needed_for)  # no cast: the input
                 specs.append(s)
-        kept_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"}
+        # an input recomputed from a normalisation fused into this call is not kept: the
+        # call may write over it
+        recomputed = {s.index for s in specs if s.what == "input" and s.when == "saved"
+                      and s.index < len(ins) and self.recomputed_normalization(
+                          kind, ins[s.index])}
+        kept_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"
+                       } - recomputed
         kept_names = {s.what for s in specs if s.when == "saved"}
         scratch = []
         if kind is not None and out_shape is not None and in_shape is not None:
@@ -554,6 +561,7 @@ class Walk:
             t.relu = _writes_relu(layer)
             t.activated = _writes_activation(layer)
             t.strided = self.profile.pooled_outputs_strided and _window_pooling(layer, kind)
+            t.centred = "centered input" in kept_names
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
@@ -570,6 +578,7 @@ class Walk:
                      passthrough=view or layer.type in _PASSTHROUGH or bool(
                          kind is not None and kind.elementwise
                          and self.profile.inplace_elementwise))
+        call.fused_normalization = bool(recomputed)
         for s in specs:
             if s.when == "backward":
                 call.scratch.append(s)
@@ -580,6 +589,11 @@ class Walk:
                 pool = ins if s.what == "input" else outputs
                 if s.what == "input" and s.index < len(pool) \
                         and self.recomputed_normalization(kind, pool[s.index]):
+                    if self.kept_exponential(layer, pool[s.index], (li, ci, 0)):
+                        buf = self.alloc(pool[s.index].buf.per_sample, pool[s.index].buf.fixed,
+                                         "saved", f"{layer.name} exponential", layer.name)
+                        buf.holds = 1
+                        call.holds.append((buf, False))
                     continue
                 if s.index < len(pool):
                     t = pool[s.index]
@@ -914,6 +928,23 @@ class Walk:
         return t.producer == "BatchNormalization" or (
             t.producer == "GroupNormalization" and not self.nchw_update)
 
+    def kept_exponential(self, layer, t: "_Tensor", out_key: tuple) -> bool:
+        """Whether XLA keeps a swish's exponential (``exp(-x)``, in the compute dtype, the
+        input's size) for its backward, where the normalisation fused into it is
+        recomputed: with a 16-bit compute dtype, when the normalisation kept no centred
+        input and a global pooling reads the swish (its forward is then a fusion of its own
+        with two outputs).  Measured on H100 and T4 plans of Conv2D -> BatchNormalization ->
+        swish -> GlobalAveragePooling2D at batch 32 under mixed_float16 (the exponential
+        beside the output; none in float32, none when a convolution reads the swish) and
+        of EfficientNetB0 (its squeeze-and-excitation blocks on 32x32 maps and larger at
+        batch 32; none on the smaller maps, whose normalisations keep the centred input)."""
+        function = (layer.config or {}).get("activation") if layer.type == "Activation" \
+            else None
+        return self.compute_bytes == 2 and not self.nchw_float32 and not t.centred \
+            and function in ("swish", "silu") \
+            and any(reader.type.startswith("Global") and "Pooling" in reader.type
+                    for reader in self.readers(out_key))
+
     def one_pass_reduction(self, layer, in_shape) -> bool:
         """Whether XLA reduces a batch normalisation's statistics in one pass, keeping the
         centred input: a column reduction (channels last, with steps or pixels; float32 in
@@ -1035,7 +1066,7 @@ class Walk:
         for t in call.inputs:
             if not t.requires_grad or t in self.data or t.grad is not None:
                 continue  # no gradient wanted, or accumulated into the one there is
-            if call.passthrough and dy is not None:
+            if call.passthrough and dy is not None and not (call.fused_normalization and not dy.broadcast):
                 t.grad = dy
                 self.ref(dy)
                 continue
@@ -1439,6 +1470,7 @@ class _Call:
         self.scratch: list = []  # Saved entries allocated while its backward runs
         self.grad_into: Optional[Buffer] = None  # a kept buffer its input gradient reuses
         self.relayout: Optional[Buffer] = None  # the kernel's copy kept from the forward
+        self.fused_normalization = False  # its input recomputed from a normalisation: its input gradient is a buffer of its own (unless the output gradient is a broadcast)
 
 
 def _writes_relu(layer) -> bool:
