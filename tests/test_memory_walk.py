@@ -135,8 +135,10 @@ def test_uneven_same_padding_keeps_a_padded_copy_of_the_input_under_xla(
     config = kind.configure(Args((32, kernel), {"strides": strides, "padding": padding}))
     out = kind.output_shape(config, (None, size, size, 16))
     saved = kind.saved(config, (None, size, size, 16), out)
-    padded = [s for s in saved if s.what == "padded input"]
+    padded = [s for s in saved if s.what == "padded input" and s.when == "saved"]
     assert [s.shape for s in padded] == ([want] if want else [])
+    made = [s for s in saved if s.what == "padded input" and s.when == "forward"]
+    assert [s.shape for s in made] == ([want] if want else [])  # outside training too
     if want:  # XLA keeps the copy, TensorFlow the input itself
         assert padded[0].profiles == ("xla",) and padded[0].needed_for == "weights"
         assert any(s.what == "input" and "tf-graph" in s.profiles for s in saved)
@@ -149,7 +151,7 @@ def test_uneven_same_padding_keeps_a_padded_copy_of_the_input_under_xla(
     conv1d = registry.REGISTRY["Conv1D"]
     causal = conv1d.configure(Args((8, 5), {"padding": "causal"}))
     assert [s.shape for s in conv1d.saved(causal, (None, 100, 4), (None, 100, 8))
-            if s.what == "padded input"] == [(None, 104, 4)]
+            if s.what == "padded input" and s.when == "saved"] == [(None, 104, 4)]
 
 
 def test_the_padded_copy_is_what_the_walk_keeps_for_the_kernel_gradient():
@@ -1464,3 +1466,99 @@ def test_the_gpu_named_on_the_command_line_decides_the_pre_ampere_workspace(tmp_
         peaks[gpu] = json.loads(capsys.readouterr().out)["models"][0]["memory"]["peak"]
     assert peaks["16GiB"] == peaks["h100"]
     assert peaks["t4"] - peaks["16GiB"] >= 4 * 2 ** 20
+
+
+def _predict_peak(layer: str, shape: str = "(32, 32, 48)", capability: str = "9.0",
+                  policy: str = "float32", pool: str = "2D"):
+    body = (f"model = keras.Sequential([keras.Input({shape}), {layer}, "
+            f"L.Conv{pool}(8, 1), L.GlobalAveragePooling{pool}(), L.Dense(10)])")
+    return estimate(graph_of(body, batch=32, mode="infer", policy=policy), profile=XLA,
+                    compute_capability=capability)
+
+
+@pytest.mark.parametrize("layer, pool, product", [
+    ("L.Conv2D(48, 3, padding='same', activation='tanh')", "2D", True),
+    ("L.Conv2D(48, 3, padding='same', activation='relu6')", "2D", True),
+    ("L.Conv2DTranspose(48, 3, padding='same', activation='tanh')", "2D", True),
+    ("L.DepthwiseConv2D(3, padding='same')", "2D", True),
+    ("L.DepthwiseConv2D(3, padding='same', use_bias=False, activation='relu')", "2D", True),
+    ("L.Conv1D(64, 3, padding='same', activation='sigmoid')", "1D", True),
+    ("L.Conv2D(48, 3, padding='same', activation='relu')", "2D", False),
+    ("L.Conv2D(48, 3, padding='same')", "2D", False),
+    ("L.DepthwiseConv2D(3, padding='same', use_bias=False)", "2D", False),
+])
+def test_a_function_cudnn_does_not_fuse_leaves_the_convolution_result_beside_its_output(
+        layer, pool, product):
+    """H100 predict plans in float32 at batch 32: a convolution whose activation is not a
+    plain ReLU, or a depthwise convolution with a bias or an activation, holds its own
+    result and the function's output at once (-28% without); a bias or a ReLU cuDNN
+    applies inside the convolution."""
+    shape = "(256, 64)" if pool == "1D" else "(32, 32, 48)"
+    b = _predict_peak(layer, shape, pool=pool)
+    name = layer.split("(")[0].split(".")[1].lower()
+    name = {"conv2d": "conv2d", "conv1d": "conv1d", "conv2dtranspose": "conv2d_transpose",
+            "depthwiseconv2d": "depthwise_conv2d"}[name]
+    assert (f"{name} unfused product" in saved_names(b)) == product
+    assert (b.peak_at["layer"] == name) == product  # else the next convolution's moment
+
+
+@pytest.mark.parametrize("capability, policy, shape, layer", [
+    ("7.5", "float32", "(32, 32, 48)", "L.Conv2D(48, 3, padding='same', activation='tanh')"),
+    ("9.0", "mixed_float16", "(32, 32, 48)",
+     "L.Conv2D(48, 3, padding='same', activation='tanh')"),
+    ("9.0", "float32", "(8, 16, 16, 32)", "L.Conv3D(32, 3, padding='same', activation='tanh')"),
+])
+def test_no_unfused_product_where_the_plans_hold_none(capability, policy, shape, layer):
+    """The T4's NCHW float32 plans, 16-bit plans and Conv3D's were exact without it."""
+    b = _predict_peak(layer, shape, capability, policy, "3D" if "3D" in layer else "2D")
+    assert not any(n.endswith("unfused product") for n in saved_names(b))
+
+
+def test_a_separable_convolution_holds_its_depthwise_result_outside_training():
+    """H100 predict plan of SeparableConv2D with a bias, and with tanh: the depthwise result
+    and the output side by side; in training the kept depthwise output is that buffer."""
+    layer = "L.SeparableConv2D(48, 3, padding='same', activation='tanh')"
+    infer = _predict_peak(layer)
+    assert "separable_conv2d unfused product" in saved_names(infer)
+    assert infer.peak == _predict_peak(layer.replace(", activation='tanh'", "")).peak
+    body = (f"model = keras.Sequential([keras.Input((32, 32, 48)), {layer}, L.Conv2D(8, 1), "
+            "L.GlobalAveragePooling2D(), L.Dense(10)])")
+    train = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
+                     compute_capability="9.0")
+    assert not any(t["name"].endswith("unfused product") for t in train.peak_at["tensors"])
+
+
+def test_a_padded_copy_is_made_outside_training_unless_its_producer_writes_it_padded():
+    """H100 predict plans: a strided "same" Conv1D over the data copies it padded
+    (f32[32, 58, 40] beside the data), while after Conv2D -> BN -> ReLU the ReLU writes its
+    output padded (f32[32, 33, 33, 16], no unpadded copy)."""
+    data = estimate(graph_of(
+        "model = keras.Sequential([keras.Input((49, 40)), L.Conv1D(64, 10, strides=2, "
+        "padding='same', use_bias=False), L.GlobalAveragePooling1D(), L.Dense(10)])",
+        batch=32, mode="infer"), profile=XLA, compute_capability="9.0")
+    assert _tensors(data)["conv1d padded input"] == 32 * 58 * 40 * 4
+    fused = estimate(graph_of(
+        "model = keras.Sequential([keras.Input((64, 64, 3)), L.Conv2D(16, 3, strides=2, "
+        "padding='same', use_bias=False), L.BatchNormalization(), L.ReLU(), "
+        "L.Conv2D(32, 3, strides=2, padding='same', use_bias=False), "
+        "L.GlobalAveragePooling2D(), L.Dense(10)])", batch=32, mode="infer"),
+        profile=XLA, compute_capability="9.0")
+    moment = _moment(fused, "forward", "conv2d_1") - _moment(fused, "forward", "re_lu")
+    out, pad = 32 * 16 * 16 * 32 * 4, 32 * (33 * 33 - 32 * 32) * 16 * 4
+    kernel = 3 * 3 * 16 * 32 * 4  # its copy in cuDNN's layout
+    assert moment == out + pad + kernel  # the padding's margin, no full copy
+
+
+def test_the_input_a_convolution_read_is_gone_before_its_epilogue():
+    """H100 predict plan of a cropped channels-first DepthwiseConv2D with a bias: the
+    product and the biased output alive, not the crop it read (exact; +26% with it)."""
+    b = estimate(graph_of(
+        "model = keras.Sequential([keras.Input((4, 40, 40)), L.Conv2D(24, 3, padding='same', "
+        "data_format='channels_first'), L.Cropping2D(((2, 2), (4, 4)), "
+        "data_format='channels_first'), L.DepthwiseConv2D(3, depth_multiplier=2, "
+        "data_format='channels_first'), L.GlobalAveragePooling2D("
+        "data_format='channels_first'), L.Dense(3)])", batch=32, mode="infer"),
+        profile=XLA, compute_capability="9.0")
+    names = saved_names(b)
+    assert b.peak_at["layer"] == "depthwise_conv2d"
+    assert "depthwise_conv2d unfused product" in names and "cropping2d output" not in names

@@ -108,6 +108,9 @@ class _Conv(LayerKind):
     # depthwise convolutions, which check nothing).
     strides_or_dilation: ClassVar[bool] = True
     min_length: ClassVar[int] = 1  # the smallest output length Keras accepts
+    # Whether cuDNN adds the bias and a ReLU inside the convolution (XLA's fused
+    # bias-activation convolution); a depthwise convolution's are operations of their own.
+    fused_bias: ClassVar[bool] = True
 
     # -- configure
 
@@ -247,6 +250,9 @@ class _Conv(LayerKind):
         if padded is not None:
             out = instead_of_input(out, "xla", [
                 Saved("padded input", padded, needed_for="weights")])
+            # outside training the copy is made all the same, and dies with the call (H100
+            # predict plan of a strided Conv1D on 49 frames: f32[32, 58, 40] beside the data)
+            out.append(Saved("padded input", padded, when="forward", profiles=("xla",)))
         if config["data_format"] != "channels_first" and isinstance(input_shape, tuple):
             copies = [Saved("layout copy", padded or tuple(input_shape), needed_for="weights")]
             kernels = self.kernel_elements(config, input_shape) if self.rank > 1 else 0
@@ -257,7 +263,25 @@ class _Conv(LayerKind):
         elif padded is not None:  # channels-first data is padded, then convolved as it is
             out = instead_of_input(out, "torch", [
                 Saved("padded input", padded, needed_for="weights")])
-        return out
+        return out + self.unfused_product(config, output_shape)
+
+    def unfused_product(self, config, output_shape) -> list:
+        """The convolution's own result, beside the output, while a function cuDNN does not
+        apply inside the convolution runs: an activation other than ReLU, or the bias or
+        any activation of a depthwise convolution.  Measured on H100 plans of the predict step in
+        float32 (Conv2D with tanh, GELU or relu6, Conv1D with tanh or sigmoid,
+        Conv2DTranspose with tanh, DepthwiseConv1D/2D with a bias or a ReLU: the output a
+        buffer of its own, -28% without it); not
+        for Conv3D, nor in 16-bit or in the T4's NCHW float32 plans, where it was already
+        exact (the walk resolves it against the GPU and the dtype).  In training the kept
+        pre-activation is this result."""
+        function = config.get("activation")
+        unfused = function not in (None, "relu") if self.fused_bias else \
+            function is not None or bool(config.get("use_bias"))
+        if self.rank > 2 or not unfused or not isinstance(output_shape, tuple):
+            return []
+        return [Saved("unfused product", tuple(output_shape), when="forward",
+                      profiles=("xla",))]
 
     def kernel_elements(self, config, input_shape) -> int:
         """Elements of the kernels the torch backend copies into its layout (0: none)."""
@@ -377,6 +401,15 @@ class _ConvTranspose(_Conv):
             out.append(Weight("bias", (config["filters"],)))
         return out
 
+    def unfused_product(self, config, output_shape) -> list:
+        """As :meth:`_Conv.unfused_product`, but none for a single filter with strides, which
+        XLA runs as a convolution over the zero-dilated input with the function applied
+        there (H100 plan of Dense -> Reshape -> Conv2DTranspose(1, 3, strides=2,
+        activation="sigmoid"): +19% with it)."""
+        if config["filters"] == 1 and any(s > 1 for s in config["strides"]):
+            return []
+        return super().unfused_product(config, output_shape)
+
     def saved(self, config, input_shape, output_shape):
         """Its input, and with strides the scratch XLA on a GPU plans (measured on H100
         plans; docs/memory-model-v2.md): a single output channel runs as a convolution over
@@ -476,13 +509,23 @@ class _SeparableConv(_Conv):
         return out
 
     def saved(self, config, input_shape, output_shape):
-        """Its input, and the depthwise result the pointwise kernel's gradient reads."""
+        """Its input, and the depthwise result the pointwise kernel's gradient reads; outside
+        training that result still exists while the pointwise convolution reads it (XLA on
+        Hopper in float32, as :meth:`_Conv.unfused_product`: the H100 plan of the predict
+        step holds the two results side by side; the T4's NCHW plan was exact without)."""
         fmt = config["data_format"]
         channels = input_channels(input_shape, fmt, self.class_name)
         middle = list(output_shape)
         middle[1 if fmt == "channels_first" else -1] = channels * config["depth_multiplier"]
         return super().saved(config, input_shape, output_shape) + [
-            Saved("depthwise output", tuple(middle))]
+            Saved("depthwise output", tuple(middle)),
+            Saved("unfused product", tuple(middle), when="forward", profiles=("xla",))]
+
+    def unfused_product(self, config, output_shape) -> list:
+        """None of its own: the pointwise convolution takes the bias and a ReLU, and another
+        function writes into the depthwise result's buffer (H100 predict plans of
+        SeparableConv2D with a bias and with tanh: two image-sized buffers either way)."""
+        return []
 
 
 @register
@@ -504,6 +547,8 @@ class SeparableConv2D(_SeparableConv):
 
 class _DepthwiseConv(_Conv):
     """``DepthwiseConvND(kernel_size, depth_multiplier=1)``: one kernel per input channel."""
+
+    fused_bias = False
 
     signature = ("kernel_size", "strides", "padding", "depth_multiplier", "data_format",
                  "dilation_rate")

@@ -511,13 +511,18 @@ class Walk:
         scratch = []
         if kind is not None and out_shape is not None and in_shape is not None:
             for s in self.forward_scratch(layer, kind, in_shape, out_shape):
-                if s.what in kept_names:
-                    continue
+                if s.what in kept_names or (s.what == "unfused product" and kept_names & {
+                        "preactivation", "sign preactivation", "depthwise output"}):
+                    continue  # (what is kept for the backward is that result)
                 early = self.early_scratch.pop((li, ci, s.what), None)
                 if early is not None:  # allocated with an earlier call's (merged)
                     scratch.extend(early)
                     continue
                 size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
+                if size and s.what == "padded input" and ins and self.pads_in_producer(ins[0]):
+                    # the element-wise fusion that makes the input writes it padded
+                    size = (max(size[0] - ins[0].buf.per_sample, 0),
+                            max(size[1] - ins[0].buf.fixed, 0))
                 if size:
                     own = self.alloc(size[0] * s.count, size[1] * s.count, "live",
                                      f"{layer.name} {s.what}", layer.name)
@@ -643,6 +648,8 @@ class Walk:
                           for item, _ in call.holds)
         inside = None if kept_inside else self.inner_forward(layer, kind, ins, outputs)
         partials = self.split_partials(layer, in_shape, backward=False)
+        if any(buf.label == f"{layer.name} unfused product" for buf in scratch):
+            self.release_before_epilogue(ins, outputs)
         self.event("forward", layer.name)
         self.release(partials)
         self.release(workspace)
@@ -659,6 +666,30 @@ class Walk:
             self.maybe_free(t)
         return call if requires_grad else None
 
+    def pads_in_producer(self, t: "_Tensor") -> bool:
+        """Whether XLA writes a convolution's padded input in the fusion that makes it, in
+        place of the input: an element-wise result (not a library call's, not the data)
+        that only this call reads (H100 predict plan of strided Conv2D -> BN -> ReLU blocks:
+        the ReLU writes ``f32[32, 33, 33, 16]``, no unpadded copy beside it)."""
+        return self.profile.sign == "xla" and not t.materialized and t not in self.data \
+            and t.uses == 1 and t.holds == 0 and not t.output
+
+    def release_before_epilogue(self, ins: list, outputs: list) -> None:
+        """A convolution whose result is finished by an operation of its own (its "unfused
+        product"): the input the convolution read is gone before that operation writes the
+        output, so the call's moment is the result and the output.  Done only where the
+        dying inputs are no larger than the output, where that moment is the larger one
+        (the H100 predict plan of a cropped channels-first DepthwiseConv2D: its product and
+        the biased output alive, not the crop)."""
+        dying = [t for t in ins if t.uses == 1 and t.holds == 0 and not t.output
+                 and t not in self.data and ins.count(t) == 1]
+        size = sum(t.buf.at(self.batch) for t in dying)
+        if dying and size <= sum(t.buf.at(self.batch) for t in outputs):
+            for t in dying:
+                t.uses -= 1
+                self.maybe_free(t)
+                t.uses += 1  # (counted down again with the other inputs)
+
     def on_this_gpu(self, s: Saved) -> bool:
         """Scratch XLA makes only on some GPUs: the bilinear gathers of an affine
         augmentation are materialised before Hopper, their int32 index planes on Ampere."""
@@ -666,6 +697,8 @@ class Walk:
             return self.nchw_float32
         if s.what == "corner indices":
             return self.nchw_float32 and not self.gemm_workspace
+        if s.what == "unfused product":  # float32 NHWC (Hopper) only
+            return not self.nchw_float32 and self.compute_bytes == 4
         return True
 
     def merge_later(self, li: int, ci: int, first: Saved, size: tuple,
