@@ -191,6 +191,7 @@ class Walk:
         self.deferred: list = []
         # deferred convolution updates' new slot values, copied into the state at the end
         self.pending_slot_values: list = []
+        self.step_outputs: Optional[Buffer] = None  # XLA inference: the predictions' buffer
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -312,6 +313,13 @@ class Walk:
             tables = self.pointer_tables(layers, order, len(outputs))
             self.alloc(0, tables * POINTER_TABLE_SLOT, "tables",
                        f"pointer tables of {tables} multi-output kernels")
+        if not self.train and self.profile.sign == "xla":
+            # the predict step's results are buffers of the program's own, there from its
+            # start (H100 predict plans: argument + output - alias + temp, the predictions
+            # in "output"; a denoiser's two image outputs, 786 KB, beside its largest
+            # temporaries)
+            sizes = self.model_outputs(layers, order)
+            self.step_outputs = self.alloc(*self.targets(sizes), "data", "the predictions")
         last_grads = None
         if self.train and self.profile.grads_during_forward:
             last_grads = self.alloc(0, self.trainable_bytes(), "gradients",
@@ -378,6 +386,17 @@ class Walk:
         loss = self.setup.loss or "a loss not known statically"
         return self.alloc(per_sample, fixed, "scratch", f"the backward of {loss}")
 
+    def is_output(self, layer, li: int, ci: int, k: int) -> bool:
+        """Whether a call's ``k``-th output is a model output: no layer reads it, nor (for a
+        call with several outputs) any other of its outputs (a recurrence's sequence, unused
+        where its final states are read, is dropped, not returned)."""
+        if self.pending.get((li, ci, k)) or layer.type in INPUT_TYPES \
+                or layer.name in self.inside:
+            return False
+        others = len(as_shape_list(layer.output_shapes[ci])) \
+            if ci < len(layer.output_shapes) else 1
+        return not any(self.pending.get((li, ci, j)) for j in range(others) if j != k)
+
     def model_outputs(self, layers: list, order: list) -> list:
         """(per sample, fixed) bytes of each model output (an output no layer reads), in the
         variables' dtype (the batch's); None where its size is unknown."""
@@ -387,8 +406,7 @@ class Walk:
             if layer.type in INPUT_TYPES or ci >= len(layer.output_shapes):
                 continue
             sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
-            out += [size for k, size in enumerate(sizes)
-                    if not self.pending.get((li, ci, k)) and layer.name not in self.inside]
+            out += [size for k, size in enumerate(sizes) if self.is_output(layer, li, ci, k)]
         return out
 
     @staticmethod
@@ -551,11 +569,14 @@ class Walk:
                 t = _Tensor(self.alloc(*(size or (0, 0)), "data", f"{layer.name}",
                                        layer.name))
                 self.data.append(t)
-            elif reuse is not None and k == 0:
+            elif reuse is not None and k == 0 and not (
+                    self.step_outputs is not None and self.is_output(layer, li, ci, k)):
                 self.ref(reuse.buf)
                 t = _Tensor(reuse.buf, materialized=reuse.materialized)
             else:
                 label = f"{layer.name} output" + (f" {k}" if len(sizes) > 1 else "")
+                if self.step_outputs is not None and self.is_output(layer, li, ci, k):
+                    size = (0, 0)  # written into the step's output buffer
                 t = _Tensor(self.alloc(*(size or (0, 0)), "live", label, layer.name),
                             materialized=not (self.profile.sign == "xla" and (
                                 layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
@@ -570,8 +591,7 @@ class Walk:
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
-            t.output = t.uses == 0 and layer.type not in INPUT_TYPES \
-                and layer.name not in self.inside
+            t.output = self.is_output(layer, li, ci, k)
             if self.retained is not None and layer.type not in INPUT_TYPES and not view \
                     and layer.name not in self.unmapped:
                 t.uses += 1  # held by the model's tensor map until the forward returns
