@@ -607,6 +607,15 @@ def test_mem004_other_keras_backend():
     assert len(mem004(after)) == 1
 
 
+@pytest.mark.parametrize("backend, fires", [("jax", False), ("torch", False), ("tf", True)])
+def test_mem004_backend_configured_outside_the_code(backend, fires):
+    """``--backend jax`` (or the config file's) says TensorFlow does not run the models:
+    nothing to limit; a configured TensorFlow backend still needs the setting."""
+    source = "import keras\n\n" + MODEL + FIT
+    assert len(diags(source, "MEM004", backend=backend)) == (1 if fires else 0)
+    assert len(mem004(source)) == 1  # not stated anywhere: Keras's default, TensorFlow
+
+
 def test_mem004_without_a_parsed_module():
     rule = RULES["MEM004"]
     ctx = RuleContext(path="m.onnx", models=[], breakdowns=[], budget=None, options={},

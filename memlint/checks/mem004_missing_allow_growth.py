@@ -11,8 +11,9 @@ A source-level rule: a small libcst visitor reads the file (never running it) fo
   ``GPUOptions(allow_growth=True)``, and ``TF_FORCE_GPU_ALLOW_GROWTH=true`` set through
   ``os.environ`` (item assignment, ``setdefault``, ``update``) or ``os.putenv``.  A setting
   whose value is literally off (``False``, ``"false"``) does not count;
-* ``KERAS_BACKEND`` set to something other than TensorFlow before Keras is imported (then
-  TensorFlow does not own the GPU and the rule stays silent);
+* ``KERAS_BACKEND`` set to something other than TensorFlow before Keras is imported, or
+  every model configured to another backend (``--backend``, the config file): then
+  TensorFlow does not own the GPU and the rule stays silent;
 * what initialises the GPU: the models the frontend found, ``fit``/``train_on_batch`` calls
   and tensor-creating TensorFlow calls.
 
@@ -353,7 +354,7 @@ class MissingAllowGrowth(Rule):
         if not imports:
             return
         first_import = min(imports, key=lambda f: f.line)
-        if self._other_backend(scanner, first_import.line):
+        if self._other_backend(scanner, first_import.line) or self._configured_elsewhere(ctx):
             return
         trains = [f for f in scanner.found if f.kind == "train"]
         models = [m for m in ctx.models if m.location is not None]
@@ -366,6 +367,15 @@ class MissingAllowGrowth(Rule):
         diag = self._late(ctx, scanner, settings, models)
         if diag is not None:
             yield diag
+
+    @staticmethod
+    def _configured_elsewhere(ctx: RuleContext) -> bool:
+        """Every model runs on a backend other than TensorFlow by configuration (``--backend
+        jax`` or the config file): TensorFlow does not own the GPU there."""
+        return bool(ctx.models) and all(
+            getattr(m.setup, "backend", None) in ("jax", "torch")
+            and getattr(m.setup, "backend_source", "").startswith("configured")
+            for m in ctx.models)
 
     @staticmethod
     def _other_backend(scanner: _Scanner, first_import_line: int) -> bool:

@@ -103,6 +103,8 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
         "live": "layer outputs alive at that moment and not kept for backward",
         "data": "the model inputs at the batch size (in the variables' dtype)",
         "targets": "the targets at the batch size, shaped like the model outputs",
+        "predictions": "the predict step's results, in buffers of their own from the "
+                       "step's start (XLA's output buffers)",
         "grad": "gradients of activations alive at that moment",
         "scratch": "buffers a layer's backward needs while it runs (pooling indices, "
                    "attention score gradients, embedding table gradients)",

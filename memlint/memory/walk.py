@@ -61,6 +61,7 @@ KINDS = {
     "live": ("live activations", "activations"),
     "data": ("input batch", "other"),
     "targets": ("targets", "other"),
+    "predictions": ("predictions", "other"),
     "grad": ("activation gradients", "other"),
     "scratch": ("backward scratch", "other"),
     "casts": ("16-bit weight copies", "other"),
@@ -319,7 +320,8 @@ class Walk:
             # in "output"; a denoiser's two image outputs, 786 KB, beside its largest
             # temporaries)
             sizes = self.model_outputs(layers, order)
-            self.step_outputs = self.alloc(*self.targets(sizes), "data", "the predictions")
+            self.step_outputs = self.alloc(*self.targets(sizes), "predictions",
+                                           "the step's output buffers")
         last_grads = None
         if self.train and self.profile.grads_during_forward:
             last_grads = self.alloc(0, self.trainable_bytes(), "gradients",

@@ -213,7 +213,8 @@ def verdict_text(result) -> str:
 _PHASES = {"forward": "forward", "backward": "backward", "update": "update"}
 _KIND_NAMES = {"saved": "kept for backward", "live": "live", "grad": "activation gradient",
                "gradients": "weight gradients", "weights": "weights", "optimizer": "slots",
-               "data": "input", "targets": "targets", "scratch": "backward scratch",
+               "data": "input", "targets": "targets", "predictions": "predictions",
+               "scratch": "backward scratch",
                "casts": "16-bit weights", "work": "matrix-product scratch"}
 
 
