@@ -204,6 +204,9 @@ class GroupNormalization(LayerKind):
         out = [Saved("input"), Saved("statistics", (input_shape[0], groups), "float32",
                                      count=2)]
         if isinstance(input_shape, tuple):
+            out.append(Saved("centered input", tuple(input_shape), "float32",
+                             needed_for="weights", profiles=("xla",)))
+        if isinstance(input_shape, tuple):
             out.append(Saved("variance gradients", tuple(input_shape), "float32",
                              needed_for="inputs", when="backward",
                              count=3, profiles=("torch",)))
