@@ -268,13 +268,13 @@ class _Conv(LayerKind):
     def unfused_product(self, config, output_shape) -> list:
         """The convolution's own result, beside the output, while a function cuDNN does not
         apply inside the convolution runs: an activation other than ReLU, or the bias or
-        any activation of a depthwise convolution.  Measured on H100 plans of the predict step in
-        float32 (Conv2D with tanh, GELU or relu6, Conv1D with tanh or sigmoid,
+        any activation of a depthwise convolution.  Measured on H100 plans of the predict
+        step in float32 (Conv2D with tanh, GELU or relu6, Conv1D with tanh or sigmoid,
         Conv2DTranspose with tanh, DepthwiseConv1D/2D with a bias or a ReLU: the output a
-        buffer of its own, -28% without it); not
-        for Conv3D, nor in 16-bit or in the T4's NCHW float32 plans, where it was already
-        exact (the walk resolves it against the GPU and the dtype).  In training the kept
-        pre-activation is this result."""
+        buffer of its own, -28% without it); not for Conv3D, nor in 16-bit or in the T4's
+        NCHW float32 plans, where memlint was exact without it (the walk resolves it
+        against the GPU and the dtype).  In training the kept pre-activation is this
+        result."""
         function = config.get("activation")
         unfused = function not in (None, "relu") if self.fused_bias else \
             function is not None or bool(config.get("use_bias"))

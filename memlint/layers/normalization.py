@@ -198,7 +198,9 @@ class GroupNormalization(LayerKind):
         ``pow_backward`` products, input-sized float32 buffers alive at once while the
         layer's backward runs (a torch step of Conv3D -> GroupNormalization(2) -> ReLU at
         batch 32: five such buffers at the peak, two of them the walk's own gradients;
-        memlint -22.7% without these three, -1.5% with them)."""
+        memlint -22.7% without these three, -1.5% with them).  XLA keeps the centred
+        input (``x - mean``, float32) where a ReLU reads the output (the walk resolves
+        ``"centered input"``)."""
         dim = self._dim(config, input_shape)
         groups = dim if config["groups"] == -1 else config["groups"]
         out = [Saved("input"), Saved("statistics", (input_shape[0], groups), "float32",
@@ -206,7 +208,6 @@ class GroupNormalization(LayerKind):
         if isinstance(input_shape, tuple):
             out.append(Saved("centered input", tuple(input_shape), "float32",
                              needed_for="weights", profiles=("xla",)))
-        if isinstance(input_shape, tuple):
             out.append(Saved("variance gradients", tuple(input_shape), "float32",
                              needed_for="inputs", when="backward",
                              count=3, profiles=("torch",)))

@@ -121,7 +121,7 @@ class _Tensor:
     shape: Optional[tuple] = None  # batch first
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
-    centred: bool = False  # a batch normalisation's output whose centred input is kept
+    centred: bool = False  # a normalisation's output whose centred input is kept
 
 
 @record
