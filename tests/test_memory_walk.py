@@ -932,7 +932,7 @@ def test_small_and_matrix_vector_products_take_no_cublas_workspace_on_the_t4():
     b = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
                  compute_capability="7.5")
     assert abs(b.peak - 3_416_400) / 3_416_400 < 0.01
-    from memlint.memory.walk import _not_a_gemm
+    from memlint.memory.xla_fusion import _not_a_gemm
     assert _not_a_gemm(32, 1, 3) and _not_a_gemm(4, 250, 1) and _not_a_gemm(4, 8, 8)
     assert not _not_a_gemm(32, 64, 64) and not _not_a_gemm(32, 784, 3)
 

@@ -41,16 +41,9 @@ from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
+from memlint.memory.xla_fusion import _FUSIBLE, XlaFusion, _units, _writes_relu
 from memlint.records import record
 
-# Layer types XLA fuses into the kernel that reads them: their output is not kept in memory
-# unless something saves it, so a ReLU after them keeps a one-byte mask, not its input.
-_SUMS = frozenset({"Add", "Subtract", "Average"})
-_FUSIBLE = frozenset({
-    "BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization",
-    "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Rescaling",
-    "Normalization",
-})
 
 # What a buffer is, for the breakdown's parts (name, JSON category) and the reports.
 KINDS = {
@@ -75,7 +68,6 @@ POINTER_TABLE_SLOT = 256  # XLA GPU: a multi-output kernel's pointer table, in i
 ALL_REDUCE_COMBINE_BYTES = 30 * 2 ** 20  # XLA's all-reduce combine threshold (GPU default)
 # forward scratch XLA computes for every call of its kind at the first one (merged products)
 MERGED_SCRATCH = frozenset({"sampling coordinates"})
-ONE_PASS_REDUCTION_ROWS = 32 * 128  # XLA GPU: the longest column reduction done in one pass
 
 
 @record
@@ -140,7 +132,7 @@ class WalkResult:
     unknown: list = field(default_factory=list)  # layers whose sizes are unknown
 
 
-class Walk:
+class Walk(XlaFusion):
     """One step of ``graph`` under ``setup`` and ``profile`` (see the module docstring).
 
     ``stop_at``: the index of the moment to take a snapshot of (the peak, found by a first
@@ -712,14 +704,6 @@ class Walk:
             self.maybe_free(t)
         return call if requires_grad else None
 
-    def pads_in_producer(self, t: "_Tensor") -> bool:
-        """Whether XLA writes a convolution's padded input in the fusion that makes it, in
-        place of the input: an element-wise result (not a library call's, not the data)
-        that only this call reads (H100 predict plan of strided Conv2D -> BN -> ReLU blocks:
-        the ReLU writes ``f32[32, 33, 33, 16]``, no unpadded copy beside it)."""
-        return self.profile.sign == "xla" and not t.materialized and t not in self.data \
-            and t.uses == 1 and t.holds == 0 and not t.output
-
     def release_before_epilogue(self, ins: list, outputs: list) -> None:
         """A convolution whose result is finished by an operation of its own (its "unfused
         product"): the input the convolution read is gone before that operation writes the
@@ -735,17 +719,6 @@ class Walk:
                 t.uses -= 1
                 self.maybe_free(t)
                 t.uses += 1  # (counted down again with the other inputs)
-
-    def on_this_gpu(self, s: Saved) -> bool:
-        """Scratch XLA makes only on some GPUs: the bilinear gathers of an affine
-        augmentation are materialised before Hopper, their int32 index planes on Ampere."""
-        if s.what == "gathered corners":
-            return self.nchw_float32
-        if s.what == "corner indices":
-            return self.nchw_float32 and not self.gemm_workspace
-        if s.what == "unfused product":  # float32 NHWC (Hopper) only
-            return not self.nchw_float32 and self.compute_bytes == 4
-        return True
 
     def merge_later(self, li: int, ci: int, first: Saved, size: tuple,
                     own: Buffer) -> list:
@@ -882,41 +855,6 @@ class Walk:
                 return t
         return None
 
-    def no_kernel_of_its_own(self, layer, kind, t: _Tensor, out_key) -> bool:
-        """Whether XLA runs no fusion of its own for an element-wise call reading a library
-        call's output ``t`` (so the output stays in the library call's buffer): the call does
-        nothing in this step (Identity; dropout and noise layers outside training), cuDNN
-        applies it inside the convolution (a ReLU right on a convolution's output), or
-        XLA fuses it into the pooling that reads it (through further element-wise calls)."""
-        if layer.type == "Identity" or (kind is not None and kind.family == "regularization"
-                                        and not self.train):
-            return True
-        producer = REGISTRY.get(t.producer)
-        if producer is not None and producer.family == "convolutional" and (
-                layer.type == "ReLU" and not layer.config.get("max_value")
-                and not layer.config.get("negative_slope")
-                or layer.type == "Activation" and layer.config.get("activation") == "relu"):
-            return True
-        return out_key is not None and self.fused_into_pooling(out_key, 8)
-
-    def fused_into_pooling(self, key, depth: int) -> bool:
-        """Whether every reader of the tensor ``key`` is a pooling layer, or an element-wise
-        call (a normalisation, a sum) whose own output is only read by pooling layers: XLA
-        fuses the element-wise work into the pooling's kernel."""
-        readers = self.consumers.get(key, [])
-        if not readers or depth <= 0:
-            return False
-        for li, ci in readers:
-            reader = self.graph.layers[li]
-            kind = REGISTRY.get(reader.type)
-            if kind is not None and kind.family == "pooling":
-                continue
-            if (reader.type in _FUSIBLE or (kind is not None and kind.elementwise)) \
-                    and self.fused_into_pooling((li, ci, 0), depth - 1):
-                continue
-            return False
-        return True
-
     def saved_list(self, layer, kind, in_shape, out_shape, n_inputs: int) -> list:
         """What a call keeps: the registry kind's declaration; for a model used as a layer,
         a layer class of the file or an ONNX node, its input when it has weights and the
@@ -961,102 +899,6 @@ class Walk:
             wide = (not ins or any(t.wide for t in ins)) and not read_narrow
             return (4, 4) if wide else (narrow, narrow)
         return 4, 4
-
-    def recomputed_sum(self, layer, ins, key: tuple) -> bool:
-        """Whether XLA fuses a sum into the LayerNormalization that reads it and recomputes it
-        there in the backward, so that the sum's operands stay alive until then (H100 plan of
-        two Dense outputs added into a LayerNormalization: both ``f32[512, 64]`` products
-        alive at its backward; batch normalisation after a residual sum does not, measured
-        on a wide ResNet)."""
-        if self.profile.sign != "xla" or layer.type not in _SUMS or not self.train:
-            return False
-        return any(reader.type == "LayerNormalization" for reader in self.readers(key))
-
-    def readers(self, key: tuple) -> list:
-        """The layers whose calls read the tensor ``key``."""
-        return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
-
-    def resolve_sign(self, ins, out_shape) -> Saved:
-        """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
-        wrote it (a convolution or matmul output), else a one-byte mask in float32 and its
-        16-bit output under a mixed policy (H100 and T4 plans of a ResNet and of
-        Conv2D -> BatchNormalization -> ReLU -> Conv2D under mixed_float16: no mask, the ReLU's
-        output alive until its backward); TensorFlow and PyTorch keep its output."""
-        if self.profile.sign == "xla":
-            if ins and ins[0].materialized and ins[0] not in self.data:
-                return Saved("input", needed_for="inputs")
-            if self.compute_bytes == 2:  # a 16-bit output is kept, its sign read off it
-                return Saved("output", needed_for="inputs")
-            shape = tuple(out_shape) if isinstance(out_shape, tuple) else ()
-            return Saved("mask", shape, "bool", needed_for="inputs")
-        return Saved("output", needed_for="inputs")
-
-    def recomputed_normalization(self, kind, t: "_Tensor") -> bool:
-        """Under XLA an element-wise layer reading a batch normalisation's output does not
-        keep it for its backward: the normalisation is fused into the layer, and its
-        output is recomputed from what the normalisation keeps (its input and statistics)
-        (H100 plans of Conv2D -> BatchNormalization -> swish, float32 and mixed_float16,
-        and of EfficientNetB0: no normalisation output alive, the convolution's output
-        and the activation's).  A group normalisation too on Hopper (the H100 plan of a 1-D
-        autoencoder of Conv1D -> GroupNormalization -> GELU blocks: +39.5% -> +15.0% at
-        batch 32, +17.0% -> -0.5% at batch 4); the float32 NCHW plans before Hopper keep
-        it (the same model on the A100: +13.6% -> -6.4% with the rule there)."""
-        if self.profile.sign != "xla" or kind is None or not kind.elementwise \
-                or t.materialized:
-            return False
-        return t.producer == "BatchNormalization" or (
-            t.producer == "GroupNormalization" and not self.nchw_update)
-
-    def kept_exponential(self, layer, t: "_Tensor", out_key: tuple) -> bool:
-        """Whether XLA keeps a swish's exponential (``exp(-x)``, in the compute dtype, the
-        input's size) for its backward, where the normalisation fused into it is
-        recomputed: with a 16-bit compute dtype, when the normalisation kept no centred
-        input and a global pooling reads the swish (its forward is then a fusion of its own
-        with two outputs).  Measured on H100 and T4 plans of Conv2D -> BatchNormalization ->
-        swish -> GlobalAveragePooling2D at batch 32 under mixed_float16 (the exponential
-        beside the output; none in float32, none when a convolution reads the swish) and
-        of EfficientNetB0 (its squeeze-and-excitation blocks on 32x32 maps and larger at
-        batch 32; none on the smaller maps, whose normalisations keep the centred input)."""
-        function = (layer.config or {}).get("activation") if layer.type == "Activation" \
-            else None
-        return self.compute_bytes == 2 and not self.nchw_float32 and not t.centred \
-            and function in ("swish", "silu") \
-            and any(reader.type.startswith("Global") and "Pooling" in reader.type
-                    for reader in self.readers(out_key))
-
-    def group_centred(self, layer, out_key: tuple) -> bool:
-        """Whether XLA keeps a group normalisation's centred input (``x - mean`` in float32,
-        grouped) for its backward: where a ReLU reads it (its sign is read off the centred
-        values) and the two are not fused into a pooling.  H100 plan of Conv3D ->
-        GroupNormalization(2) -> ReLU -> Conv3D at batch 4: ``f32[4, 2, 4, 16, 16, 16]``
-        from the forward to the normalisation's backward (-15.3% -> -8.5% with it); none
-        into a global pooling, none before a GELU (the 1-D autoencoder's blocks: +15% ->
-        +47% with it)."""
-        readers = self.readers(out_key)
-        return self.profile.sign == "xla" and bool(readers) \
-            and all(_writes_relu(reader) for reader in readers) \
-            and not self.fused_into_pooling(out_key, 8)
-
-    def one_pass_reduction(self, layer, in_shape) -> bool:
-        """Whether XLA reduces a batch normalisation's statistics in one pass, keeping the
-        centred input: a column reduction (channels last, with steps or pixels; float32 in
-        NCHW before Hopper is not one) over at most 4,096 rows (32 threads x 128 rows per
-        tile; XLA splits longer reductions in two and recomputes the centred values)."""
-        nchw = self.nchw_float32 and self.compute_bytes == 4
-        if self.profile.sign != "xla" or nchw or not isinstance(in_shape, tuple) \
-                or len(in_shape) < 3:
-            return False  # (a (batch, features) input: measured not kept)
-        axis = layer.config.get("axis", -1)
-        axes = {a % len(in_shape) for a in (axis if isinstance(axis, (list, tuple)) else [axis])
-                if isinstance(a, int)}
-        rows = self.batch
-        for i, d in enumerate(in_shape[1:], start=1):
-            if i in axes:
-                continue
-            if not isinstance(d, int):
-                return False
-            rows *= d
-        return axes == {len(in_shape) - 1} and rows <= ONE_PASS_REDUCTION_ROWS
 
     def updated_in_place(self, layer, single_call: bool) -> int:
         """Bytes of ``layer``'s weight gradient that never exist: with plain SGD in float32,
@@ -1196,16 +1038,6 @@ class Walk:
             self.release(buf)
         self.finish_call(call)
 
-    def over_library_gradient(self, layer, dy: Buffer) -> bool:
-        """Under XLA an element-wise layer's backward does not write its input gradient over
-        an output gradient cuDNN wrote (a convolution's backward-data result), as no fusion
-        writes over a library call's output in the forward (:meth:`library_output`): H100
-        plan of Conv3D -> GroupNormalization -> ReLU -> Conv3D, the ReLU's masked gradient
-        beside the second convolution's input gradient."""
-        kind = REGISTRY.get(layer.type)
-        return self.profile.sign == "xla" and dy.library and kind is not None \
-            and kind.elementwise
-
     def deferrable(self, call: "_Call", size: int, single_call: bool) -> bool:
         """Under XLA a Dense kernel's gradient product and its update depend on nothing the
         rest of the backward needs: the memory-minimising scheduler runs them once the
@@ -1265,16 +1097,6 @@ class Walk:
                 self.unhold(kernel_copy)
         self.deferred = []
 
-    def fused_select_and_scatter(self, call: "_Call") -> bool:
-        """Under XLA a max pooling whose output gradient is a broadcast (a global average
-        pooling's) and whose input no activation function wrote scatters in one fusion,
-        with no window scratch (H100 plans of Conv2D, Conv2D + BatchNormalization or
-        + LayerNormalization, then MaxPooling2D and GlobalAveragePooling2D: exact without
-        it; after a ReLU, tanh, sigmoid or ELU the scratch is there)."""
-        return self.profile.sign == "xla" and bool(call.inputs) \
-            and not call.inputs[0].activated and any(
-                t.grad is not None and t.grad.broadcast for t in call.outputs)
-
     def activation_backward(self, call: "_Call") -> None:
         """Under XLA a layer's own activation is differentiated first: the incoming gradient
         times the function's derivative, read off the kept pre-activation, which then dies
@@ -1324,17 +1146,6 @@ class Walk:
         if not any(best):
             return None
         return self.alloc(*best, "live", f"{layer.name} inner tensors", layer.name)
-
-    def library_output(self, kind) -> bool:
-        """Whether XLA writes the call's output as a library call's (a convolution: a cuDNN
-        custom call, whose result is a tuple of the output and its scratch).  XLA's buffer
-        assignment never lets a fusion write over such an output (measured on H100 and T4
-        plans: no fusion shares a buffer with a cuDNN output, while fusions do write over
-        other fusions' and Triton GEMMs' outputs), so a normalisation, sum or element-wise
-        layer after a convolution gets a buffer of its own even where the convolution's
-        output dies there (ResNet's projection blocks: both branches and the sum alive)."""
-        return self.profile.sign == "xla" and kind is not None \
-            and kind.family == "convolutional"
 
     def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
         """The copy of the input batch a convolution that reads it keeps for the kernel's
@@ -1410,33 +1221,6 @@ class Walk:
         if not self.cublas_product(layer):
             return None
         return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
-
-    def cublas_product(self, layer) -> bool:
-        """Whether ``layer``'s matrix products are cuBLAS calls: on a target whose GEMMs go
-        to cuBLAS, unless the product is small enough for an XLA loop or a matrix-vector
-        product XLA reduces itself."""
-        if not self.gemm_workspace:
-            return False
-        nested = REGISTRY.get(layer.type) is None and any(
-            len(w.shape) == 2 for w in layer.weights)  # a model used as a layer, with Dense
-        if layer.type not in GEMM_LAYERS and not nested:
-            return False
-        shape = layer.input_shapes[0] if layer.input_shapes else None
-        if (nested or layer.type in ("Dense", "EinsumDense")) and isinstance(shape, tuple) \
-                and shape \
-                and all(isinstance(d, int) for d in shape[1:]):
-            rows, units = self.product_rows(shape), _units(layer)
-            if layer.type == "Dense" and units and _not_a_gemm(rows, shape[-1], units):
-                return False
-        return True
-
-    def product_rows(self, in_shape: tuple) -> int:
-        """The rows of a Dense product over an input of ``in_shape``: the batch times every
-        axis but the last."""
-        rows = self.batch
-        for d in in_shape[1:-1]:
-            rows *= d
-        return rows
 
     def split_partials(self, layer, in_shape, backward: bool) -> Optional[Buffer]:
         """The partial sums of a Dense product XLA splits along its contracting dimension
@@ -1550,11 +1334,6 @@ _WINDOW_SCRATCH = frozenset({"window indices", "window values"})
 _BROADCAST_BACKWARD = frozenset({
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
     "RepeatVector"})
-# Layers whose call is a matrix product (cuBLAS or a Triton GEMM on a GPU).
-GEMM_LAYERS = frozenset({
-    "Dense", "EinsumDense", "MultiHeadAttention", "Attention", "AdditiveAttention", "Dot",
-    "LSTM", "GRU", "SimpleRNN", "RNN", "Bidirectional", "CuDNNLSTM", "CuDNNGRU",
-    "TimeDistributed", "LocallyConnected1D", "LocallyConnected2D", "Gemm", "MatMul"})
 _RESHAPES = frozenset({"Flatten", "Reshape"})
 # Layers whose input gradients are their output's gradient, passed on without a buffer of
 # their own (a sum's inputs get its gradient as it is; a concatenation's, slices of it).
@@ -1574,36 +1353,6 @@ class _Call:
         self.grad_into: Optional[Buffer] = None  # a kept buffer its input gradient reuses
         self.relayout: Optional[Buffer] = None  # the kernel's copy kept from the forward
         self.fused_normalization = False  # its input recomputed from a normalisation: its input gradient is a buffer of its own (unless the output gradient is a broadcast)
-
-
-def _writes_relu(layer) -> bool:
-    """Whether a call's output is ``max(x, 0)``: a plain ReLU layer, ``Activation('relu')``
-    or a layer's ``activation="relu"`` (no slope, cap or threshold)."""
-    config = layer.config or {}
-    if layer.type == "ReLU":
-        return not any(config.get(k) for k in ("max_value", "negative_slope", "threshold"))
-    return config.get("activation") == "relu"
-
-
-# XLA's GPU rewriter leaves a product whose two operands hold fewer elements than this to its
-# own loop emitters (xla_gpu_gemm_rewrite_size_threshold's default), and reduces a product of a
-# matrix and a vector (a side of size one) of fewer than MATVEC_LIMIT elements to a reduction.
-GEMM_REWRITE_MIN = 100
-MATVEC_LIMIT = 10_000_000
-
-
-def _units(layer) -> Optional[int]:
-    """The output width of a layer's matrix product: its 2-D kernel's last axis."""
-    return next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
-
-
-def _not_a_gemm(rows: int, contracting: int, columns: int) -> bool:
-    """Whether a Dense product (``[rows, contracting] x [contracting, columns]``) and its
-    two backward products run without cuBLAS (T4 plan of ``Dense(3)`` on one feature at
-    batch 32: no 4 MiB workspace)."""
-    size = rows * contracting + contracting * columns
-    return size < GEMM_REWRITE_MIN or (min(rows, contracting, columns) == 1
-                                       and size + rows * columns < MATVEC_LIMIT)
 
 
 def _writes_activation(layer) -> bool:
