@@ -373,8 +373,7 @@ class MissingAllowGrowth(Rule):
         """Every model runs on a backend other than TensorFlow by configuration (``--backend
         jax`` or the config file): TensorFlow does not own the GPU there."""
         return bool(ctx.models) and all(
-            getattr(m.setup, "backend", None) in ("jax", "torch")
-            and getattr(m.setup, "backend_source", "").startswith("configured")
+            m.setup.backend in ("jax", "torch") and m.setup.backend_source.startswith("configured")
             for m in ctx.models)
 
     @staticmethod

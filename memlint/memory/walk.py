@@ -543,13 +543,13 @@ class Walk(XlaFusion):
                 specs.append(s)
         # an input recomputed from a normalisation fused into this call is not kept: the
         # call may write over it
-        recomputed = {s.index for s in specs if s.what == "input" and s.when == "saved"
-                      and s.index < len(ins) and self.recomputed_normalization(
-                          kind, ins[s.index])}
-        kept_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"
-                       } - recomputed
+        saved_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"}
+        recomputed = {i for i in saved_inputs
+                      if i < len(ins) and self.recomputed_normalization(kind, ins[i])}
+        kept_inputs = saved_inputs - recomputed
         kept_names = {s.what for s in specs if s.when == "saved"}
         scratch = []
+        unfused = False  # a result of its own beside the output (its epilogue unfused)
         if kind is not None and out_shape is not None and in_shape is not None:
             for s in self.forward_scratch(layer, kind, in_shape, out_shape):
                 if s.what in kept_names or (s.what == "unfused product" and kept_names & {
@@ -565,6 +565,7 @@ class Walk(XlaFusion):
                     size = (max(size[0] - ins[0].buf.per_sample, 0),
                             max(size[1] - ins[0].buf.fixed, 0))
                 if size:
+                    unfused = unfused or s.what == "unfused product"
                     own = self.alloc(size[0] * s.count, size[1] * s.count, "live",
                                      f"{layer.name} {s.what}", layer.name)
                     if s.what in MERGED_SCRATCH and self.profile.sign == "xla":
@@ -583,17 +584,18 @@ class Walk(XlaFusion):
                                                      (li, ci, 0))
         outputs = []
         for k, size in enumerate(sizes):
+            is_output = self.is_output(layer, li, ci, k)
+            into_step_output = self.step_outputs is not None and is_output
             if layer.type in INPUT_TYPES:
                 t = _Tensor(self.alloc(*(size or (0, 0)), "data", f"{layer.name}",
                                        layer.name))
                 self.data.append(t)
-            elif reuse is not None and k == 0 and not (
-                    self.step_outputs is not None and self.is_output(layer, li, ci, k)):
+            elif reuse is not None and k == 0 and not into_step_output:
                 self.ref(reuse.buf)
                 t = _Tensor(reuse.buf, materialized=reuse.materialized)
             else:
                 label = f"{layer.name} output" + (f" {k}" if len(sizes) > 1 else "")
-                if self.step_outputs is not None and self.is_output(layer, li, ci, k):
+                if into_step_output:
                     size = (0, 0)  # written into the step's output buffer
                 t = _Tensor(self.alloc(*(size or (0, 0)), "live", label, layer.name),
                             materialized=not (self.profile.sign == "xla" and (
@@ -609,7 +611,7 @@ class Walk(XlaFusion):
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)
-            t.output = self.is_output(layer, li, ci, k)
+            t.output = is_output
             if self.retained is not None and layer.type not in INPUT_TYPES and not view \
                     and layer.name not in self.unmapped:
                 t.uses += 1  # held by the model's tensor map until the forward returns
@@ -686,7 +688,7 @@ class Walk(XlaFusion):
                           for item, _ in call.holds)
         inside = None if kept_inside else self.inner_forward(layer, kind, ins, outputs)
         partials = self.split_partials(layer, in_shape, backward=False)
-        if any(buf.label == f"{layer.name} unfused product" for buf in scratch):
+        if unfused:
             self.release_before_epilogue(ins, outputs)
         self.event("forward", layer.name)
         self.release(partials)
@@ -712,13 +714,12 @@ class Walk(XlaFusion):
         (the H100 predict plan of a cropped channels-first DepthwiseConv2D: its product and
         the biased output alive, not the crop)."""
         dying = [t for t in ins if t.uses == 1 and t.holds == 0 and not t.output
-                 and t not in self.data and ins.count(t) == 1]
+                 and not t.freed and t not in self.data and ins.count(t) == 1]
         size = sum(t.buf.at(self.batch) for t in dying)
         if dying and size <= sum(t.buf.at(self.batch) for t in outputs):
-            for t in dying:
-                t.uses -= 1
-                self.maybe_free(t)
-                t.uses += 1  # (counted down again with the other inputs)
+            for t in dying:  # (counted down with the other inputs after the call: no-op)
+                t.freed = True
+                self.release(t.buf)
 
     def merge_later(self, li: int, ci: int, first: Saved, size: tuple,
                     own: Buffer) -> list:
@@ -1352,7 +1353,9 @@ class _Call:
         self.scratch: list = []  # Saved entries allocated while its backward runs
         self.grad_into: Optional[Buffer] = None  # a kept buffer its input gradient reuses
         self.relayout: Optional[Buffer] = None  # the kernel's copy kept from the forward
-        self.fused_normalization = False  # its input recomputed from a normalisation: its input gradient is a buffer of its own (unless the output gradient is a broadcast)
+        # its input recomputed from a normalisation fused into it: its input gradient is a
+        # buffer of its own (unless the output gradient is a broadcast)
+        self.fused_normalization = False
 
 
 def _writes_activation(layer) -> bool:
