@@ -402,3 +402,49 @@ def test_time_distributed_layer_class_needs_compute_output_shape():
         "m = keras.Model(clips, layers.TimeDistributed(Frame())(clips))\n")
     errors = [d.message for d in result.diagnostics if d.code == "MEM901"]
     assert errors and "compute_output_shape" in errors[0] and len(errors[0]) < 300
+
+
+def test_operations_inside_call_keep_only_what_their_backward_reads():
+    # a self-attention written with operations on the layer's own weight: the matrix
+    # products keep their operands (q and its transpose, the probabilities and q again),
+    # softmax its input and output (Keras's softmax on JAX recomputes exp from its input);
+    # the raw product (only divided by a constant), the last product (only shifted by a
+    # constant) and the output are not kept
+    result = analyze(
+        "from keras import ops\n"
+        "class Attn(layers.Layer):\n"
+        "    def build(self, input_shape):\n"
+        "        self.w = self.add_weight(shape=(input_shape[-1], 8))\n"
+        "    def call(self, x):\n"
+        "        q = ops.matmul(x, self.w)\n"
+        "        k = ops.transpose(q, (0, 2, 1))\n"
+        "        s = ops.matmul(q, k) / 4.0\n"
+        "        p = ops.softmax(s)\n"
+        "        return ops.matmul(p, q) + 1.0\n"
+        "x = keras.Input((5, 3))\n"
+        "m = keras.Model(x, Attn()(x))\n")
+    attn = result.models[0].layers[1]
+    assert attn.output_shape == (None, 5, 8)
+    assert attn.inner_shapes == [(None, 5, 8), (None, 8, 5), (None, 5, 5), (None, 5, 5)]
+
+
+def test_operations_inside_call_by_what_their_backward_reads():
+    # gelu keeps its input and one product of its size; 2 * x and a transpose keep nothing;
+    # x * y keeps both; a layer called inside keeps what it reads
+    result = analyze(
+        "from keras import ops\n"
+        "class Mix(layers.Layer):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.d = layers.Dense(4)\n"
+        "    def call(self, x):\n"
+        "        a = ops.gelu(x * 2)\n"
+        "        b = ops.transpose(a, (0, 2, 1))\n"
+        "        c = ops.sigmoid(b) * ops.tanh(b)\n"
+        "        return self.d(ops.transpose(c, (0, 2, 1)))\n"
+        "x = keras.Input((5, 3))\n"
+        "m = keras.Model(x, Mix()(x))\n")
+    mix = result.models[0].layers[1]
+    assert mix.output_shape == (None, 5, 4)
+    assert mix.inner_shapes == [(None, 5, 3), (None, 5, 3), (None, 3, 5), (None, 3, 5),
+                                (None, 5, 3)]

@@ -7,7 +7,7 @@ from dataclasses import field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
-from memlint.frontends.keras import classes, compiled, data, tensor_ops
+from memlint.frontends.keras import classes, compiled, data, operations, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, Partial, SequentialModel, Tensor,
@@ -431,6 +431,9 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
     state.trace_collector = []  # tensors made inside: kept for backward like a model's
     outer_calls = getattr(state, "call_collector", None)
     state.call_collector = []  # the layer calls made inside, for the memory model
+    outer_ops = (getattr(state, "trace_made", {}), getattr(state, "trace_read", set()))
+    # the operations' outputs (position in trace_collector -> key), the tensors read back
+    state.trace_made, state.trace_read = {}, set()
     state.returned_by = []
     try:
         out = classes.output_for(layer, shapes, loc)
@@ -444,8 +447,14 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
         interp.tracing -= 1
         made, state.trace_collector = state.trace_collector, outer
         inner, state.call_collector = state.call_collector, outer_calls
+        (op_made, read), (state.trace_made, state.trace_read) = \
+            (state.trace_made, state.trace_read), outer_ops
+    returned = {_key(p) for p in state.returned_by if p}
+    kept = [(shape, op_made.get(i)) for i, shape in enumerate(made)
+            if i not in op_made or (op_made[i] in read and op_made[i] not in returned)]
+    made = [shape for shape, _ in kept]
     for shape in as_shape_list(out):
-        if shape in made:
+        if shape in made and not any(key in returned for key in op_made.values()):
             made.remove(shape)  # the layer's own output is counted as its output
     if outer is not None:
         outer.extend(made + as_shape_list(out))
@@ -497,7 +506,7 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
         op.calls.append(CallRecord(shapes, None, parents))
         return Tensor(None, (op, 0, 0), reason=f"'{op.name}' cannot be computed")
     op.calls.append(CallRecord(shapes, out, parents, free=_free_shapes(tensors)))
-    _collect(state, out, [])
+    _collect_operation(state, op, out, operands)
     return Tensor(out, (op, 0, 0))
 
 
@@ -524,17 +533,41 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
                                free=_free_shapes(tensors)))
     if out is None:
         return Tensor(None, (op, 0, 0), reason=f"output of {name}() not known statically")
-    _collect(state, out, [])
+    _collect_operation(state, op, out, list(args) + list(kwargs.values()))
     if isinstance(out, list):
         return [Tensor(shape, (op, 0, i)) for i, shape in enumerate(out)]
     return Tensor(out, (op, 0, 0))
 
 
 def _note_call(state, layer) -> None:
-    """Inside a traced call() of a custom layer: remember the layer call just made."""
+    """Inside a traced call() of a custom layer: remember the layer call just made (and that
+    the tensors it reads are read: a layer's backward may need them)."""
     collector = getattr(state, "call_collector", None)
     if collector is not None:
         collector.append((layer, len(layer.calls) - 1))
+        state.trace_read.update(_key(p) for p in layer.calls[-1].parents if p)
+
+
+def _key(producer: tuple) -> tuple:
+    return (id(producer[0]), producer[1], producer[2])
+
+
+def _collect_operation(state, op, out: Any, operands: list) -> None:
+    """Inside a traced call() of a custom layer: remember the tensors an operation makes,
+    and those its backward reads (the others are not kept for the backward pass)."""
+    collector = getattr(state, "trace_collector", None)
+    if collector is None:
+        return
+    reads, reads_output, products = operations.backward_reads(
+        op.type, [isinstance(v, Tensor) for v in operands])
+    state.trace_read.update(_key(operands[i].producer) for i in reads if operands[i].producer)
+    for i, shape in enumerate(as_shape_list(out)):
+        key = (id(op), len(op.calls) - 1, i)
+        state.trace_made[len(collector)] = key
+        collector.append(shape)
+        if reads_output:
+            state.trace_read.add(key)
+        collector.extend([shape] * products)  # a gelu's factors, kept for its backward
 
 
 def _collect(state, out: Any, saved: list) -> None:

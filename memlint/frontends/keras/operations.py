@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from memlint.frontends.keras.values import TensorOp
 from memlint.frontends.keras.names import to_snake_case
 from memlint.ir import LayerNode
+from memlint.layers.base import ACTIVATION_PRODUCTS, activation_need
 
 # Keras op class -> (registry layer the memory model treats it as, its config)
 _ACTIVATIONS = ("relu", "relu6", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -113,3 +114,44 @@ def node(op: TensorOp, call: int, names: Callable, shape_of: Optional[Callable] 
     return LayerNode(name=names(op), type=op.type, location=op.location, config=dict(config),
                      input_shapes=[ins],
                      output_shapes=[out], inbound=[refs(record.parents, names)], kind=kind)
+
+
+
+# What an operation's backward reads of its forward, beside the kinds above (the gradient of
+# a transpose, a slice or a sum is the output gradient moved about).  Activations read what
+# the registry's ACTIVATION_NEEDS says, softmax its input as well: Keras's softmax on JAX is
+# exp(x - max) / sum, whose backward XLA recomputes from the input (H100 plan of a traced
+# self-attention: the scaled scores and the probabilities both kept).
+_READS_NOTHING = frozenset((
+    "Add", "Subtract", "Negative", "Reshape", "ExpandDims", "Squeeze", "Transpose",
+    "Concatenate", "Stack", "Split", "GetItem", "Pad", "Tile", "Repeat", "Flip", "Sum",
+    "Mean", "Cast", "StopGradient", "ZerosLike", "OnesLike", "Cumsum"))
+_READS_INPUT = frozenset((
+    "Log", "Square", "Erf", "Absolute", "Sin", "Cos", "Clip", "Normalize", "Max", "Min",
+    "Prod", "Std", "Var", "Logsumexp"))
+_READS_ALL = frozenset(("Multiply", "Maximum", "Minimum", "Matmul", "Einsum"))
+
+
+def backward_reads(op_type: str, is_tensor: list) -> tuple:
+    """(the indices of the operands whose values the operation's backward reads, whether it
+    reads the operation's output, how many more buffers of the output's size it keeps);
+    ``is_tensor`` says, for each argument in order, whether it is a tensor: a Python number
+    is a constant (``x / 8`` or ``2 * x`` reads nothing)."""
+    tensors = [i for i, value in enumerate(is_tensor) if value]
+    kind, config = KINDS.get(op_type, ("", {}))
+    if kind == "Activation":
+        name = config["activation"]
+        if name in ("softmax", "log_softmax"):
+            return tensors[:1], True, 0
+        if activation_need(name) == "input":
+            return tensors[:1], False, ACTIVATION_PRODUCTS.get(name, 0)
+        return [], True, 0  # its output (or a ReLU's sign)
+    if op_type in _READS_NOTHING:
+        return [], False, 0
+    if op_type in _READS_INPUT:
+        return tensors[:1], False, 0
+    if op_type in _READS_ALL:  # each operand's gradient needs the others
+        return (tensors if len(tensors) > 1 else []), False, 0
+    if op_type in ("Divide", "TrueDivide"):  # x / y: y for both gradients, x for y's
+        return (tensors if len(is_tensor) > 1 and is_tensor[1] else []), False, 0
+    return [], True, 0
