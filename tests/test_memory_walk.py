@@ -885,25 +885,32 @@ def test_a_valid_strided_transposed_convolution_keeps_batch_minor_copies(
     assert "conv2d_transpose dilated input" not in _tensors(b)
 
 
-def test_a_single_filter_transposed_convolution_keeps_its_dilated_input_not_its_input():
-    """H100 plan (batch 32, SGD, peak 1,543,704 bytes) of Dense(1568, relu) -> Reshape ->
-    Conv2DTranspose(1, 3, strides=2): the forward's zero-dilated input f32[32, 30, 30, 8]
-    is what the kernel's gradient reads, kept instead of the Dense's output; tf-graph keeps
-    the input itself."""
-    body = ("model = keras.Sequential([keras.Input((32,)), L.Dense(1568, activation='relu'), "
-            "L.Reshape((14, 14, 8)), L.Conv2DTranspose(1, 3, strides=2, padding='same', "
-            "activation='sigmoid')])")
-    graph = graph_of(body, batch=32)
+@pytest.mark.parametrize("features, plan_peak, schedule", [
+    (100, 3_987_120, "copy in the forward"), (32, 1_959_088, "copy in the backward")])
+def test_a_single_filter_transposed_convolution_keeps_a_batch_minor_copy_for_its_kernel(
+        features, plan_peak, schedule):
+    """H100 plans (batch 32, Adam) of Dense(1568, relu) -> Reshape((14, 14, 8)) ->
+    Conv2DTranspose(1, 3, strides=2): the forward runs over the padded zero-dilated input
+    f32[32, 30, 30, 8]; the kernel's gradient reads a batch-minor copy of the input dilated
+    by the strides, f32[8, 27, 27, 32].  On 100 input features XLA makes the copy in the
+    forward (both alive at its end: memlint +5%); on 32 it makes it in the backward, just
+    before the kernel's gradient (memlint, which counts it from the forward, +48%: over,
+    never under); tf-graph keeps the input itself."""
+    body = (f"model = keras.Sequential([keras.Input(({features},)), "
+            "L.Dense(1568, activation='relu'), L.Reshape((14, 14, 8)), "
+            "L.Conv2DTranspose(1, 3, strides=2, padding='same', activation='sigmoid')])")
+    graph = graph_of(body, batch=32, optimizer="adam")
     xla = estimate(graph, profile=XLA, compute_capability="9.0")
     kept = _tensors(xla)
+    assert kept["conv2d_transpose batch-minor input"] == 32 * 27 * 27 * 8 * 4
     assert kept["conv2d_transpose dilated input"] == 32 * 30 * 30 * 8 * 4
-    assert 0 <= (xla.peak - 1_543_704) / 1_543_704 <= 0.15
+    error = (xla.peak - plan_peak) / plan_peak
+    assert 0 <= error <= (0.1 if schedule == "copy in the forward" else 0.5)
     later = [m["bytes"] for m in xla.timeline if m["phase"] == "backward"]
-    # the Dense's output is gone by the backward: only its pre-activation stays for the ReLU
-    assert max(later) < xla.peak
+    assert max(later) < xla.peak  # the padded copy is the forward's only
     tf = estimate(graph, profile=TF_GRAPH)
-    assert "conv2d_transpose dilated input" not in [t["name"] for t in tf.peak_at["tensors"]
-                                                    if t["kind"] == "saved"]
+    assert not [t for t in tf.peak_at["tensors"] if t["kind"] == "saved"
+                and t["name"].startswith("conv2d_transpose ") and "input" in t["name"]]
 
 
 def test_a_sum_into_layer_normalization_keeps_its_operands_under_xla():
@@ -931,7 +938,11 @@ def test_small_and_matrix_vector_products_take_no_cublas_workspace_on_the_t4():
             "L.GlobalAveragePooling2D(), L.Dense(3)])")
     b = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
                  compute_capability="7.5")
-    assert abs(b.peak - 3_416_400) / 3_416_400 < 0.01
+    # this plan makes the transposed convolution's batch-minor copy f32[16, 27, 27, 32] in
+    # the backward; memlint counts it from the forward (the schedule other plans pick)
+    copy = 32 * 27 * 27 * 16 * 4
+    assert _tensors(b)["conv2d_transpose batch-minor input"] == copy
+    assert abs(b.peak - copy - 3_416_400) / 3_416_400 < 0.01
     from memlint.memory.xla_fusion import _not_a_gemm
     assert _not_a_gemm(32, 1, 3) and _not_a_gemm(4, 250, 1) and _not_a_gemm(4, 8, 8)
     assert not _not_a_gemm(32, 64, 64) and not _not_a_gemm(32, 784, 3)
@@ -1282,10 +1293,10 @@ def test_a_tensor_inside_that_an_operation_reads_is_not_a_model_output():
 
 
 def test_a_strided_transposed_convolution_dilates_its_input_for_the_kernel_gradient():
-    """XLA computes the kernel gradient of Conv2DTranspose(strides=2) over the zero-dilated
-    input padded to the output plus the kernel: (14 - 1) * 2 + 1 + 3 = 30 per side, the
-    input's 8 channels, while that backward runs; with one filter the forward pass (and so
-    inference) runs over that copy too."""
+    """XLA runs Conv2DTranspose(strides=2) over the zero-dilated input padded to the output
+    plus the kernel: (14 - 1) * 2 + 1 + 3 = 30 per side, the input's 8 channels; with one
+    filter the forward pass (and so inference) runs over that copy, with several filters
+    the kernel's gradient (tf-graph's backward scratch)."""
     from memlint.layers.base import REGISTRY
 
     body = ("model = keras.Sequential([keras.Input((14, 14, 8)), "
@@ -1295,7 +1306,7 @@ def test_a_strided_transposed_convolution_dilates_its_input_for_the_kernel_gradi
     scratch = [s for s in REGISTRY["Conv2DTranspose"].saved(
         graph.layers[0].config, (None, 14, 14, 8), (None, 28, 28, 1)) if s.when == "backward"]
     assert [s.shape for s in scratch] == [(None, 30, 30, 8)]
-    assert train.peak_at["phase"] == "backward"
+    assert train.peak_at["phase"] == "forward"
     assert any(t["name"].endswith("dilated input") and t["bytes"] == 16 * 30 * 30 * 8 * 4
                for t in train.peak_at["tensors"])
     infer = estimate(graph_of(body, batch=16, optimizer="sgd", mode="infer"), profile=XLA)

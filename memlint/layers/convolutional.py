@@ -436,11 +436,16 @@ class _ConvTranspose(_Conv):
             return tuple([None, depth] + dims if first else [None] + dims + [depth])
         dilated = shaped(padded, channels)
         if config["filters"] == 1:
-            # the forward's dilated input is what the kernel's gradient reads under XLA: kept
-            # instead of the input (H100 plan: Dense(1568) -> Reshape((14, 14, 8)) ->
-            # Conv2DTranspose(1, 3, strides=2) keeps f32[32, 30, 30, 8], not the Dense's
-            # output)
-            out = instead_of_input(out, "xla", [Saved("dilated input", dilated,
+            # the padded dilated input is the forward's operand only; the kernel's gradient
+            # reads a batch-minor copy made beside it in the forward, kept instead of the
+            # input: of the input dilated by the strides ("same"), of the input itself
+            # ("valid") (H100 and T4 plans of Dense -> Reshape((14, 14, C)) ->
+            # Conv2DTranspose(1, 3 or 5, strides=2), C = 8 to 64: f32[32, 30, 30, 8] and
+            # f32[8, 27, 27, 32] both alive at the forward's end, only the second read by
+            # the backward)
+            minor = ins if config["padding"] == "valid" else shaped(
+                [(n - 1) * st + 1 for n, st in zip(ins[spatial], strides)], channels)
+            out = instead_of_input(out, "xla", [Saved("batch-minor input", tuple(minor),
                                                       needed_for="weights")])
             out.append(Saved("dilated input", dilated, when="forward", profiles=NOT_TORCH))
             return out + [Saved("dilated input", dilated, needed_for="weights",
