@@ -138,6 +138,13 @@ class _ConvLSTM(LayerKind):
         if not config.get("return_sequences"):  # every step's output stacked (as an LSTM)
             out.append(Saved("steps' states and gates", (batch, steps) + state,
                              when="forward", profiles=NOT_TORCH))
+        # one step's working set while the loop runs: the step's input slice and the carried
+        # states, the gates' convolutions and the new states, 7 state-sized buffers (6 when
+        # it returns its last step only)
+        out += [Saved("step input", (batch,) + tuple(input_shape[2:]), when="forward",
+                      profiles=("xla",)),
+                Saved("step working set", (batch,) + state, when="forward", profiles=("xla",),
+                      count=7 if config.get("return_sequences") else 6)]
         return out
 
 

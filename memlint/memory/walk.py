@@ -114,6 +114,7 @@ class _Tensor:
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
     centred: bool = False  # a normalisation's output whose centred input is kept
+    time_major: bool = False  # XLA: a scanned recurrence's stacked steps (time-major)
 
 
 @record
@@ -531,6 +532,10 @@ class Walk(XlaFusion):
                 elif s.what == "scatter zeros" and not (
                         self.profile.sign == "xla" and ins and ins[0].relu):
                     continue
+                elif s.what == "time-major input" and ins and ins[0].time_major:
+                    if s.when != "saved":
+                        continue  # the input is time-major already: no copy
+                    s = Saved("input", needed_for=s.needed_for)
                 elif s.what == "centered input" and not (
                         self.group_centred(layer, (li, ci, 0))
                         if layer.type == "GroupNormalization"
@@ -555,6 +560,8 @@ class Walk(XlaFusion):
                 if s.what in kept_names or (s.what == "unfused product" and kept_names & {
                         "preactivation", "sign preactivation", "depthwise output"}):
                     continue  # (what is kept for the backward is that result)
+                if s.what == "time-major input" and ins and ins[0].time_major:
+                    continue  # the input is time-major already: no copy
                 early = self.early_scratch.pop((li, ci, s.what), None)
                 if early is not None:  # allocated with an earlier call's (merged)
                     scratch.extend(early)
@@ -608,6 +615,7 @@ class Walk(XlaFusion):
             t.activated = _writes_activation(layer)
             t.strided = self.profile.pooled_outputs_strided and _window_pooling(layer, kind)
             t.centred = "centered input" in kept_names
+            t.time_major = self.time_major_output(layer, kind, ins)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = self.pending.get((li, ci, k), 0)

@@ -77,6 +77,19 @@ class XlaFusion:
         return self.profile.sign == "xla" and not t.materialized and t not in self.data \
             and t.uses == 1 and t.holds == 0 and not t.output
 
+    def time_major_output(self, layer, kind, ins: list) -> bool:
+        """Whether a call's output is a convolutional recurrence's stacked steps, time-major
+        under XLA (the transpose back to batch-major and the next recurrence's transpose
+        cancel), or an element-wise function of such a tensor: the next ConvLSTM makes no
+        time-major copy of it (H100 predict plans of ConvLSTM2D -> [BatchNormalization ->]
+        ConvLSTM2D: two sequence-sized buffers while the second runs, not three)."""
+        if self.profile.sign != "xla":
+            return False
+        if layer.type.startswith("ConvLSTM"):
+            return bool((layer.config or {}).get("return_sequences"))
+        passes = layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
+        return passes and len(ins) == 1 and ins[0].time_major
+
     def on_this_gpu(self, s: Saved) -> bool:
         """Scratch XLA makes only on some GPUs: the bilinear gathers of an affine
         augmentation are materialised before Hopper, their int32 index planes on Ampere."""
