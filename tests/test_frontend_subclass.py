@@ -448,3 +448,23 @@ def test_operations_inside_call_by_what_their_backward_reads():
     assert mix.output_shape == (None, 5, 4)
     assert mix.inner_shapes == [(None, 5, 3), (None, 5, 3), (None, 3, 5), (None, 3, 5),
                                 (None, 5, 3)]
+
+
+def test_keras_io_patches_layer_with_extract_patches():
+    # keras.io's ViT example: patches cut by keras.ops.image.extract_patches, reshaped with
+    # the batch size read from ops.shape (None in the symbolic call), as real Keras gives
+    result = analyze(
+        "from keras import ops\n"
+        "class Patches(layers.Layer):\n"
+        "    def __init__(self, patch_size, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.patch_size = patch_size\n"
+        "    def call(self, images):\n"
+        "        batch_size = ops.shape(images)[0]\n"
+        "        patches = ops.image.extract_patches(images, size=self.patch_size)\n"
+        "        n = patches.shape[1] * patches.shape[2]\n"
+        "        return ops.reshape(patches, (batch_size, n, patches.shape[-1]))\n"
+        "x = keras.Input((32, 32, 3))\n"
+        "m = keras.Model(x, layers.Dense(8)(Patches(4)(x)))\n")
+    layers_ = result.models[0].layers
+    assert [layer.output_shape for layer in layers_[1:]] == [(None, 64, 48), (None, 64, 8)]

@@ -13,6 +13,7 @@ from memlint.layers.base import LayerError, UnresolvedArgument
 
 X = Tensor((None, 4, 6))
 Y = Tensor((None, 6, 5))
+IMAGES = Tensor((None, 32, 32, 3))
 
 CASES = [
     ("keras.ops.relu", [X], {}, (None, 4, 6)),
@@ -38,6 +39,16 @@ CASES = [
     ("operator.getitem", [X, (Ellipsis, slice(None, 2))], {}, (None, 4, 2)),
     ("operator.getitem", [X, (slice(None), None, slice(None), slice(2, None))], {},
      (None, 1, 4, 4)),
+    # images (None, 32, 32, 3) and (32, 32, 3): patches flattened into the last axis
+    ("keras.ops.image.extract_patches", [IMAGES, 4], {}, (None, 8, 8, 48)),
+    ("keras.ops.image.extract_patches", [IMAGES, (3, 3)], {"strides": 2, "padding": "same"},
+     (None, 16, 16, 27)),
+    ("keras.ops.image.extract_patches", [IMAGES, 3], {"strides": 2}, (None, 15, 15, 27)),
+    ("keras.ops.image.extract_patches", [IMAGES, 3], {"strides": 1, "dilation_rate": 2},
+     (None, 28, 28, 27)),
+    ("keras.ops.image.extract_patches", [Tensor((32, 32, 3)), 4], {}, (8, 8, 48)),
+    ("tensorflow.image.extract_patches", [IMAGES, [1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1],
+                                          "VALID"], {}, (None, 8, 8, 48)),
 ]
 
 
@@ -55,6 +66,16 @@ def test_operation_shapes_match_keras(name, args, kwargs, expected):
 def test_inputs_keras_refuses_raise(name, args):
     with pytest.raises(LayerError):
         operation_shape(name, args, {})
+
+
+def test_extract_patches_with_unknown_sizes_or_channels_first_is_unresolved():
+    with pytest.raises(UnresolvedArgument):
+        operation_shape("keras.ops.image.extract_patches", [IMAGES, 4],
+                        {"data_format": "channels_first"})
+    with pytest.raises(UnresolvedArgument):
+        operation_shape("keras.ops.image.extract_patches", [IMAGES, Tensor((None,))], {})
+    with pytest.raises(LayerError):
+        operation_shape("keras.ops.image.extract_patches", [IMAGES, 40], {})
 
 
 def test_unknown_arguments_are_unresolved():

@@ -278,6 +278,65 @@ def _pad(args, kwargs):
     raise UnresolvedArgument("pad_width", "only ((before, after), ...) per axis is evaluated")
 
 
+def _pair(value: Any, name: str) -> tuple:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    raise UnresolvedArgument(name, f"{name} is not an int or a pair of ints known statically")
+
+
+def _patches(shape: tuple, size: tuple, strides: tuple, rates: tuple, padding: Any) -> tuple:
+    """Patches of ``size`` taken ``strides`` apart (``rates`` between a patch's samples) from
+    channels-last images, each flattened into the last axis."""
+    if len(shape) not in (3, 4):
+        raise LayerError(f"extract_patches needs 3-D or 4-D images, got rank {len(shape)}")
+    if not isinstance(padding, str) or padding.lower() not in ("valid", "same"):
+        raise UnresolvedArgument("padding", "padding is not 'valid' or 'same'")
+    *lead, rows, cols, channels = shape
+    out = []
+    for length, k, s, d in zip((rows, cols), size, strides, rates):
+        if length is None:
+            out.append(None)
+        elif padding.lower() == "same":
+            out.append(-(-length // s))
+        else:
+            n = (length - d * (k - 1) - 1) // s + 1
+            if n <= 0:
+                raise LayerError(f"patches of {k} do not fit in {length}")
+            out.append(n)
+    depth = None if channels is None else size[0] * size[1] * channels
+    return tuple(lead) + tuple(out) + (depth,)
+
+
+def _extract_patches(args, kwargs):
+    """``keras.ops.image.extract_patches(images, size, strides=None, dilation_rate=1,
+    padding="valid")`` (channels-last)."""
+    if _arg(args, kwargs, 5, "data_format") not in (None, "channels_last"):
+        raise UnresolvedArgument("data_format", "only channels-last patches are evaluated")
+    size = _pair(_arg(args, kwargs, 1, "size"), "size")
+    strides = _arg(args, kwargs, 2, "strides")
+    return _patches(_shape_of(_arg(args, kwargs, 0, "images")), size,
+                    size if strides is None else _pair(strides, "strides"),
+                    _pair(_arg(args, kwargs, 3, "dilation_rate", 1), "dilation_rate"),
+                    _arg(args, kwargs, 4, "padding", "valid"))
+
+
+def _tf_extract_patches(args, kwargs):
+    """``tf.image.extract_patches(images, sizes, strides, rates, padding)``: sizes, strides
+    and rates as ``[1, rows, cols, 1]``."""
+    def middle(value, name):
+        if not isinstance(value, (list, tuple)) or len(value) != 4:
+            raise UnresolvedArgument(name, f"{name} is not [1, rows, cols, 1] known statically")
+        return _pair(tuple(value[1:3]), name)
+    return _patches(_shape_of(_arg(args, kwargs, 0, "images")),
+                    middle(_arg(args, kwargs, 1, "sizes"), "sizes"),
+                    middle(_arg(args, kwargs, 2, "strides"), "strides"),
+                    middle(_arg(args, kwargs, 3, "rates"), "rates"),
+                    _arg(args, kwargs, 4, "padding"))
+
+
 def _getitem(args, kwargs):
     """``x[:, 1:3]``, ``x[..., 0]``, ``x[:, None]``: NumPy basic indexing."""
     shape, key = _shape_of(args[0]), args[1]
@@ -365,6 +424,8 @@ for _tf_name, _stem in (("reduce_mean", "mean"), ("reduce_sum", "sum"), ("reduce
     OPERATIONS["tensorflow." + _tf_name] = OPERATIONS["tensorflow.math." + _tf_name] = \
         (_stem, _reduce)
 OPERATIONS["tensorflow.concat"] = ("concatenate", _concatenate)
+OPERATIONS["keras.ops.image.extract_patches"] = ("extract_patches", _extract_patches)
+OPERATIONS["tensorflow.image.extract_patches"] = ("extract_patches", _tf_extract_patches)
 OPERATIONS["operator.getitem"] = ("get_item", _getitem)  # tensor[...]
 
 
