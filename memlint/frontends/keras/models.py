@@ -9,7 +9,7 @@ from typing import Any, Optional
 import memlint.layers as registry
 from memlint.frontends.keras import classes, compiled, data, operations, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
+from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, Partial, SequentialModel, Tensor,
                                             TensorOp, Unknown, UserFunction, flatten_structure,
                                             is_unknown)
@@ -449,13 +449,17 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
         inner, state.call_collector = state.call_collector, outer_calls
         (op_made, read), (state.trace_made, state.trace_read) = \
             (state.trace_made, state.trace_read), outer_ops
-    returned = {_key(p) for p in state.returned_by if p}
-    kept = [(shape, op_made.get(i)) for i, shape in enumerate(made)
-            if i not in op_made or (op_made[i] in read and op_made[i] not in returned)]
-    made = [shape for shape, _ in kept]
-    for shape in as_shape_list(out):
-        if shape in made and not any(key in returned for key in op_made.values()):
-            made.remove(shape)  # the layer's own output is counted as its output
+    # an operation's output is kept only when a backward reads it; the layer's own output
+    # is counted as its output (an operation's dropped here, a layer call's by its shape)
+    returned = [_key(p) if p else None for p in state.returned_by]
+    made = [shape for i, shape in enumerate(made) if i not in op_made
+            or (op_made[i] in read and op_made[i] not in returned)]
+    ops_made = set(op_made.values())
+    shapes = as_shape_list(out)
+    for k, shape in enumerate(shapes):
+        by_operation = len(returned) == len(shapes) and returned[k] in ops_made
+        if shape in made and not by_operation:
+            made.remove(shape)
     if outer is not None:
         outer.extend(made + as_shape_list(out))
     returned, state.returned_by = state.returned_by, []

@@ -116,7 +116,6 @@ def node(op: TensorOp, call: int, names: Callable, shape_of: Optional[Callable] 
                      output_shapes=[out], inbound=[refs(record.parents, names)], kind=kind)
 
 
-
 # What an operation's backward reads of its forward, beside the kinds above (the gradient of
 # a transpose, a slice or a sum is the output gradient moved about).  Activations read what
 # the registry's ACTIVATION_NEEDS says, softmax its input as well: Keras's softmax on JAX is
