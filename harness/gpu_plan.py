@@ -71,6 +71,7 @@ REPRESENTATIVE = {
     "fixtures/depth_research/video_convlstm_nextframe.py": "ConvLSTM",
 }
 OWN = "own"  # the fixture's own optimizer (Adam where its code compiles none)
+DEVICE = "device"  # a config's target: the process's own GPU, not a described one
 
 MATRIX_DESCRIPTION = (
     "every fixture's largest model (fixtures/**/*.py as harness.proxy.fixture_files gives, "
@@ -170,6 +171,11 @@ def _mesh(target: str, cache: dict):
 
     from harness.gpu_targets import target_config
 
+    if target not in cache and target == DEVICE:  # the real GPU (harness.device_plan)
+        import jax
+        import numpy as np
+
+        cache[target] = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
     if target not in cache:
         topology = topologies.get_topology_desc(platform="cuda",
                                                 target_config=target_config(target),
@@ -258,7 +264,8 @@ def _versions() -> dict:
     from importlib import metadata
 
     out = {"python": sys.version.split()[0]}
-    for name in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "keras"):
+    for name in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin",
+                 "jax-cuda13-pjrt", "keras"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -337,7 +344,8 @@ def child_main() -> None:
     ``{"meta": ...}`` then one result per config, flushed as it comes (a crash loses only
     the configuration being compiled)."""
     os.environ["KERAS_BACKEND"] = "jax"
-    os.environ["JAX_PLATFORMS"] = "cpu"  # before jax: the CUDA plugin then skips its checks
+    if os.environ.get("GPU_PLAN_ON_DEVICE") != "1":
+        os.environ["JAX_PLATFORMS"] = "cpu"  # before jax: the CUDA plugin then skips its checks
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything the fixtures, Keras or XLA print goes to stderr
     request = json.load(sys.stdin)
@@ -360,23 +368,28 @@ def child_main() -> None:
 
 # --- the driver -----------------------------------------------------------------------------
 
-def child_env(shim=None) -> dict:
+def child_env(shim=None, on_device: bool = False) -> dict:
     """The child's environment; with ``shim`` (a folder from :func:`ptxas_shim_dir`),
-    FAST_COMPILE and the stand-in ptxas."""
+    FAST_COMPILE and the stand-in ptxas; ``on_device``: JAX sees the machine's GPU (configs
+    whose target is DEVICE), and preallocates nothing."""
     flags = (os.environ.get("XLA_FLAGS", "") + " " + (FAST_COMPILE if shim else "")).strip()
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
                TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT), XLA_FLAGS=flags)
+    if on_device:
+        del env["JAX_PLATFORMS"]
+        env.update(GPU_PLAN_ON_DEVICE="1", XLA_PYTHON_CLIENT_PREALLOCATE="false")
     if shim is not None:
         env["PATH"] = f"{shim}{os.pathsep}{env.get('PATH', '')}"
     return env
 
 
 def run_jobs(jobs: list, workers: int = 0, chunk: int = 0, log=None, fast: bool = True,
-             job_timeout: int = 300) -> tuple:
+             job_timeout: int = 300, on_device: bool = False, stop_at=None) -> tuple:
     """Run ``jobs`` in child processes, ``workers`` at once (one per CPU by default), a chunk
     of jobs per child.  Returns ({job id: [results]}, child meta).  A child that dies or runs
     out of time loses only the job it was on (recorded as an error); the rest of its chunk
-    goes to a new child."""
+    goes to a new child.  ``stop_at`` (a ``time.monotonic()`` value): no child is started
+    after it (the jobs left have no result)."""
     workers = workers or max(1, min(os.cpu_count() or 1, 4))
     chunk = chunk or max(1, min(25, -(-len(jobs) // (workers * 4))))
     queue = [jobs[i:i + chunk] for i in range(0, len(jobs), chunk)]
@@ -386,7 +399,7 @@ def run_jobs(jobs: list, workers: int = 0, chunk: int = 0, log=None, fast: bool 
     logdir = Path(tempfile.mkdtemp(prefix="gpu_plan_"))
     count = 0
     shim = ptxas_shim_dir() if fast else None
-    env = child_env(shim)
+    env = child_env(shim, on_device)
     failures = 0
 
     free_slots = list(range(workers))
@@ -446,6 +459,8 @@ def run_jobs(jobs: list, workers: int = 0, chunk: int = 0, log=None, fast: bool 
 
     total = len(jobs)
     while queue or running:
+        if stop_at is not None and time.monotonic() > stop_at:
+            queue.clear()
         while queue and len(running) < workers:
             start(queue.pop(0))
         time.sleep(0.5)

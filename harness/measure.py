@@ -49,11 +49,12 @@ OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
 
 def matrix(name: str, backends: list) -> list:
     """The configurations: every optimizer in float32 training at each batch, plus Adam in
-    mixed_float16 and inference in float32 (tiny: Adam and SGD only)."""
+    mixed_float16 and inference in float32 (tiny: Adam and SGD only).  The backends take
+    turns model by model, so a run stopped by its time budget has covered each alike."""
     configs = []
     optimizers = OPTIMIZERS if name != "tiny" else ("adam", "sgd")
-    for backend in backends:
-        for fixture, model, batches in MODELS[name]:
+    for fixture, model, batches in MODELS[name]:
+        for backend in backends:
             for batch in batches:
                 base = {"backend": backend, "fixture": fixture, "model": model, "batch": batch}
                 for opt in optimizers:
@@ -73,6 +74,9 @@ def config_key(config: dict) -> str:
     return json.dumps([config.get(k) for k in keys])
 
 
+_REPORTS: dict = {}
+
+
 def memlint_breakdown(config: dict, backend: str):
     """memlint's estimate for one configuration (the graph from the fixture's source)."""
     from memlint.analysis import analyze_file
@@ -81,7 +85,9 @@ def memlint_breakdown(config: dict, backend: str):
     from memlint.memory import estimate
     from memlint.memory.profiles import get_profile
 
-    report = analyze_file(str(ROOT / config["fixture"]), Settings())
+    if config["fixture"] not in _REPORTS:  # one analysis per fixture, not per run
+        _REPORTS[config["fixture"]] = analyze_file(str(ROOT / config["fixture"]), Settings())
+    report = _REPORTS[config["fixture"]]
     graph = next(g for g in report.models if g.variable == config["model"])
     setup = setup_for(graph.setup, config)
     return graph, estimate(graph, setup, profile=get_profile(backend))

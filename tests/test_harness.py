@@ -59,6 +59,13 @@ def test_matrix_covers_optimizers_precisions_and_modes():
     assert len(configs) >= 80 and len({config_key(c) for c in configs}) == len(configs)
 
 
+def test_matrix_alternates_backends_model_by_model():
+    configs = matrix("full", ["jax", "torch"])
+    half = configs[:len(configs) // 2]
+    assert {c["backend"] for c in configs[:20]} == {"jax", "torch"}
+    assert abs(sum(c["backend"] == "jax" for c in half) - len(half) / 2) <= 8
+
+
 def test_verdict_and_max_batch_runs():
     row = _row(memlint_peak=1_000_000)
     fit, fail = verdict_configs(row)

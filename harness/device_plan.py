@@ -1,0 +1,154 @@
+"""On a machine with an NVIDIA GPU: compile the GPU-plan oracle's H100 steps with that
+machine's JAX twice, for the real GPU (XLA autotunes: cuDNN picks its convolution algorithms
+and their workspaces, Keras takes its GPU code paths) and for the described H100 without the
+device (as the oracle tier does), and store the two plans side by side.
+
+    python -m harness.device_plan --out-dir $OUT/p --time-budget 300     # on the GPU machine
+    python -m harness.device_plan --table data/measurements/device-plans-*.json
+
+The configurations are the H100 rows of ``tests/data/gpu_plans.json`` with each fixture's own
+optimizer in float32 (train at batch 32, then predict at 32, then train at 4), so the same
+JAX version on the same machine separates what the device adds (autotuning, workspaces, the
+GPU code paths) from the deviceless plan, and the stored oracle row (older JAX) sits beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from harness import gpu_plan  # noqa: E402
+from harness.measure import output_path  # noqa: E402
+from harness.run_one import gpu_info  # noqa: E402
+
+ORDER = ((32, "train"), (32, "infer"), (4, "train"))
+DESCRIBED = "h100"
+
+
+def oracle_rows(data: dict) -> list:
+    """The stored H100 rows this tool recompiles, in ORDER, each (fixture, model, batch,
+    mode) once."""
+    chosen, seen = [], set()
+    for batch, mode in ORDER:
+        for row in data["rows"]:
+            key = (row["fixture"], row["model"], row["batch"], row["mode"])
+            if (row["target"] == DESCRIBED and row["batch"] == batch and row["mode"] == mode
+                    and row["optimizer_key"] == gpu_plan.OWN and not row.get("error")
+                    and row["precision_requested"] == "float32" and key not in seen):
+                seen.add(key)
+                chosen.append(row)
+    return chosen
+
+
+def jobs(rows: list, target: str) -> list:
+    """One job per stored row (its Keras source, model and input shapes), compiled for
+    ``target`` (gpu_plan.DEVICE or a described GPU)."""
+    return [{"id": i, "file": row["keras_source"], "model": row["model"],
+             "precision": "float32", "optimizer": None,
+             "input_shapes": row.get("input_shapes"),
+             "configs": [{"target": target, "batch": row["batch"], "mode": row["mode"]}]}
+            for i, row in enumerate(rows)]
+
+
+def _plan(results: dict, index: int) -> dict:
+    found = (results.get(index) or [{}])[0]
+    return {k: found.get(k) for k in ("plan", "kernels", "conv_scratch", "compile_s", "error")
+            if found.get(k) is not None}
+
+
+def measure(rows: list, workers: int, budget: float) -> dict:
+    """Both compilations of every row, device and deviceless in parallel, until ``budget``
+    seconds have passed (rows not reached have no plan)."""
+    stop_at = time.monotonic() + budget
+    out: dict = {}
+
+    def side(name, target, on_device):
+        out[name] = gpu_plan.run_jobs(jobs(rows, target), workers=workers, chunk=3,
+                                      fast=not on_device, job_timeout=120,
+                                      on_device=on_device, stop_at=stop_at,
+                                      log=lambda m: print(f"[device_plan {name}] {m}",
+                                                          flush=True))
+
+    threads = [threading.Thread(target=side, args=("device", gpu_plan.DEVICE, True)),
+               threading.Thread(target=side, args=("deviceless", DESCRIBED, False))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (device, device_meta), (deviceless, deviceless_meta) = out["device"], out["deviceless"]
+    gpu = gpu_info()
+    result_rows = []
+    for i, row in enumerate(rows):
+        result_rows.append({
+            "fixture": row["fixture"], "model": row["model"], "batch": row["batch"],
+            "mode": row["mode"], "optimizer": row.get("optimizer"), "params": row.get("params"),
+            "device": _plan(device, i), "deviceless": _plan(deviceless, i),
+            "oracle_peak": row["plan"]["peak"], "memlint_peak": row["memlint"]["peak"]})
+    return {"meta": {"date": _dt.date.today().isoformat(), "gpu": gpu,
+                     "described_target": DESCRIBED, "device_side": device_meta,
+                     "deviceless_side": deviceless_meta,
+                     "oracle_versions": gpu_plan.load()["meta"].get("versions")},
+            "rows": result_rows}
+
+
+def table(data: dict) -> str:
+    """Markdown: per row kind, how the device's plan differs from the deviceless one."""
+    lines = [f"device: {data['meta']['gpu'].get('device')}, driver "
+             f"{data['meta']['gpu'].get('driver')}; versions "
+             f"{data['meta']['device_side'].get('versions')}", "",
+             "| rows | both compiled | median (device - deviceless) / deviceless | max | "
+             "device larger by >1% | cuDNN conv workspace in device plans (median, max) |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for batch, mode in ORDER:
+        rows = [r for r in data["rows"] if r["batch"] == batch and r["mode"] == mode]
+        both = [r for r in rows if "plan" in r["device"] and "plan" in r["deviceless"]]
+        diffs = [(r["device"]["plan"]["peak"] - r["deviceless"]["plan"]["peak"])
+                 / r["deviceless"]["plan"]["peak"] for r in both]
+        scratch = [r["device"].get("conv_scratch") or 0 for r in both]
+        lines.append(
+            f"| {mode} b{batch} ({len(rows)}) | {len(both)} | "
+            + (f"{statistics.median(diffs):+.1%} | {max(diffs, key=abs):+.1%} | "
+               f"{sum(d > 0.01 for d in diffs)} | {statistics.median(scratch):,.0f} B, "
+               f"{max(scratch):,} B |" if both else "- | - | - | - |"))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "data" / "measurements")
+    parser.add_argument("--time-budget", type=float, default=300)
+    parser.add_argument("--workers", type=int, default=4, help="per side")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N rows")
+    parser.add_argument("--table", type=Path, help="print the table of a stored file")
+    args = parser.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.table.read_text())))
+        return 0
+    if not gpu_info():
+        print("device_plan: no NVIDIA GPU here (nvidia-smi found none)", file=sys.stderr)
+        return 2
+    rows = oracle_rows(gpu_plan.load())
+    if args.limit:
+        rows = rows[:args.limit]
+    data = measure(rows, args.workers, args.time_budget)
+    path = output_path(data["meta"]["gpu"]["device"], False, args.out_dir)
+    path = path.with_name("device-plans-" + path.name.replace(".jsonl", ".json"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(table(data))
+    print(f"[device_plan] {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
