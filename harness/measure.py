@@ -94,7 +94,8 @@ def memlint_breakdown(config: dict, backend: str):
 
 
 def run_child(config: dict, timeout: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
     try:
         proc = subprocess.run([sys.executable, str(ROOT / "harness" / "run_one.py"),
                                json.dumps(config)], capture_output=True, text=True,
