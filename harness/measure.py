@@ -30,18 +30,21 @@ OUT_DIR = ROOT / "data" / "measurements"
 MARGIN = 0.05  # memlint's stated margin for the "must fit" cap
 UNDER = 0.90  # the "must fail" cap: 10% under memlint's peak
 
-# (fixture, model variable, batch sizes): small to >100M parameters; CNN, RNN, transformer.
+# (fixture, model variable, batch sizes): small to >100M parameters; CNN, RNN, transformer,
+# Conv3D, a pretrained-size backbone.  None of them imports TensorFlow (GPU images without it
+# build them; a Keras 1 fixture is built from its ``# oracle-twin:``).
 MODELS = {
     "tiny": [("fixtures/mnist_mlp_sgd.py", "model", (16,)),
-             ("fixtures/small_cnn_fits.py", "model", (8,))],
+             ("fixtures/keras1_mnist_cnn.py", "model", (8,))],
     "full": [("fixtures/mnist_mlp_sgd.py", "model", (8192,)),
-             ("fixtures/small_cnn_fits.py", "model", (2048,)),
+             ("fixtures/keras1_mnist_cnn.py", "model", (2048,)),
              ("fixtures/cifar_resnet_mini.py", "resnet", (512,)),
-             ("fixtures/mobilenet_like.py", "mobilenet", (256,)),
+             ("fixtures/keras2_mobilenet_own_depthwise.py", "model", (256,)),
              ("fixtures/unet_small.py", "unet", (64,)),
              ("fixtures/lstm_sentiment_bidirectional.py", "model", (512,)),
              ("fixtures/transformer_text_classifier.py", "model", (256,)),
-             ("fixtures/vgg_blocks_constants.py", "vgg", (256,)),
+             ("fixtures/video_conv3d.py", "c3d", (64,)),
+             ("fixtures/transfer_vgg16_partial_unfreeze.py", "model", (64,)),
              ("fixtures/seed_gtx960.py", "model", (256,))],
 }
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
@@ -184,6 +187,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
+    from harness.gpu_plan import without_local_paths
     from harness.run_one import gpu_info
 
     device = "cpu" if args.cpu else gpu_info().get("device", "cpu")
@@ -221,7 +225,7 @@ def main(argv=None) -> int:
                 config, graph, breakdown = running.pop(future)
                 row = record(config, future.result(), graph, breakdown)
                 with out.open("a") as handle:
-                    handle.write(json.dumps(row) + "\n")
+                    handle.write(without_local_paths(json.dumps(row)) + "\n")
                 done.add(config_key(config))
                 ran += 1
                 print(_line(row), flush=True)

@@ -51,7 +51,11 @@ def configure_env(config: dict, gpu: dict) -> None:
     if backend == "jax":
         os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
         if cap and total:
+            # A cap is a preallocated pool of that size: with preallocation off, the memory
+            # fraction was not applied on a GPU (jaxlib 0.11.2: runs needing more than their
+            # cap ran, without peak counters).
             fraction = f"{cap / total:.6f}"
+            os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "true"
             os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = fraction
             os.environ["XLA_CLIENT_MEM_FRACTION"] = fraction
         if not gpu:
@@ -115,6 +119,7 @@ def peaks(backend: str, on_gpu: bool) -> dict:
         stats = jax.devices()[0].memory_stats() or {}
         out["peak_bytes"] = stats.get("peak_bytes_in_use")
         out["reserved_bytes"] = stats.get("bytes_reserved") or stats.get("pool_bytes")
+        out["bytes_limit"] = stats.get("bytes_limit")  # the cap in force, if any
     elif backend == "torch":
         import torch
         out["peak_bytes"] = torch.cuda.max_memory_allocated()
@@ -141,7 +146,8 @@ def run(config: dict) -> dict:
               "backend": config["backend"], "versions": versions(config["backend"]),
               "cuda": cuda_version(config["backend"]) if gpu else None, "status": "ok"}
     keras.config.set_dtype_policy(config.get("precision", "float32"))
-    model = load_models(os.path.join(ROOT, config["fixture"]))[config["model"]]
+    from harness.proxy import keras_source
+    model = load_models(str(keras_source(os.path.join(ROOT, config["fixture"]))))[config["model"]]
     result["dtype_policy"] = keras.config.dtype_policy().name
     name, options = compile_for(model, config["optimizer"])
     result["optimizer_memlint"] = {"name": name, "options": options}

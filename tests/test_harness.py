@@ -26,7 +26,7 @@ def test_compare_errors_and_verdicts(tmp_path):
     rows = [_row(memlint_peak=1030), _row(memlint_peak=900), _row(memlint_peak=1010),
             _row(backend="torch", memlint_peak=1200),
             # verdicts: said fits and ran; said fits and OOM (wrong); said no and OOM
-            _row(kind="cap-fit", cap_bytes=1100, status="ok", measured_peak=None),
+            _row(kind="cap-fit", cap_bytes=1100, status="ok", measured_peak=1050),
             _row(kind="cap-fit", cap_bytes=1100, status="oom", measured_peak=None),
             _row(kind="cap-fail", cap_bytes=900, status="oom", measured_peak=None),
             _row(kind="cap-fail", cap_bytes=900, status="crash", measured_peak=None)]
@@ -41,6 +41,27 @@ def test_compare_errors_and_verdicts(tmp_path):
     assert summary[("torch", "measured")]["median_abs_error"] == pytest.approx(0.2)
     table = compare.markdown(compare.load([path]))
     assert "| jax | NVIDIA H100 | measured peak | 3 | 3.0% | 3 | 33.3% | 1 | 1 |" in table
+
+
+def test_verdict_runs_not_held_to_their_cap_are_not_verdicts(tmp_path):
+    rows = [_row(kind="cap-fail", cap_bytes=900, status="ok", measured_peak=None,
+                 xla_plan={"peak": 950}),  # its own step needs more than the cap
+            _row(kind="cap-fit", cap_bytes=1100, status="ok", measured_peak=None),
+            _row(kind="cap-fit", cap_bytes=1100, status="oom", measured_peak=None),
+            {**_row(status="error", measured_peak=None), "device": None}]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (summary,) = compare.summarise(compare.load([path]))
+    assert summary["device"] == "NVIDIA H100"  # the failed run takes its file's device
+    assert summary["verdict_runs"] == 1 and summary["cap_not_enforced"] == 2
+    assert summary["failed_runs"] == 1 and summary["fit_then_oom"] == 1
+
+
+def test_gpu_jax_rows_are_also_compared_with_the_plan_on_that_gpu():
+    row = _row(measured_peak=2000, memlint_peak=1100, xla_plan={"peak": 1000})
+    assert compare.relative_error(row) == (pytest.approx(-0.45), "measured")
+    assert compare.plan_error(row) == pytest.approx(0.1)
+    assert "XLA plan of the step on this GPU" in compare.markdown([row])
 
 
 def test_cpu_rows_compare_with_the_xla_plan():
