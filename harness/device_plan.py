@@ -103,25 +103,53 @@ def measure(rows: list, workers: int, budget: float) -> dict:
             "rows": result_rows}
 
 
+def _median(values, fmt="{:+.1%}") -> str:
+    return fmt.format(statistics.median(values)) if values else "-"
+
+
 def table(data: dict) -> str:
-    """Markdown: per row kind, how the device's plan differs from the deviceless one."""
-    lines = [f"device: {data['meta']['gpu'].get('device')}, driver "
-             f"{data['meta']['gpu'].get('driver')}; versions "
-             f"{data['meta']['device_side'].get('versions')}", "",
-             "| rows | both compiled | median (device - deviceless) / deviceless | max | "
-             "device larger by >1% | cuDNN conv workspace in device plans (median, max) |",
-             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    """Markdown: per row kind, the device's plans against the deviceless ones (same JAX), the
+    stored oracle's (its JAX) and memlint; then each row whose device plan differs by more
+    than 1% from the stored oracle, with the cuDNN kernels it runs."""
+    gpu, side = data["meta"]["gpu"], data["meta"]["device_side"]
+    lines = [f"Device: {gpu.get('device')}, driver {gpu.get('driver')}; JAX "
+             f"{(side.get('versions') or {}).get('jax')}, Keras "
+             f"{(side.get('versions') or {}).get('keras')}; code paths "
+             f"{side.get('code_paths')}; stored oracle: JAX "
+             f"{(data['meta'].get('oracle_versions') or {}).get('jax')}, described "
+             f"{data['meta']['described_target']}.", "",
+             "| rows | compiled on the device | vs deviceless, same JAX (median) | vs stored "
+             "oracle: median | max | larger by >1% | memlint vs device plan: median abs. | "
+             "under by >5% |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    detail = []
     for batch, mode in ORDER:
         rows = [r for r in data["rows"] if r["batch"] == batch and r["mode"] == mode]
-        both = [r for r in rows if "plan" in r["device"] and "plan" in r["deviceless"]]
-        diffs = [(r["device"]["plan"]["peak"] - r["deviceless"]["plan"]["peak"])
-                 / r["deviceless"]["plan"]["peak"] for r in both]
-        scratch = [r["device"].get("conv_scratch") or 0 for r in both]
-        lines.append(
-            f"| {mode} b{batch} ({len(rows)}) | {len(both)} | "
-            + (f"{statistics.median(diffs):+.1%} | {max(diffs, key=abs):+.1%} | "
-               f"{sum(d > 0.01 for d in diffs)} | {statistics.median(scratch):,.0f} B, "
-               f"{max(scratch):,} B |" if both else "- | - | - | - |"))
+        done = [r for r in rows if "plan" in r["device"]]
+        same = [(r["device"]["plan"]["peak"] - r["deviceless"]["plan"]["peak"])
+                / r["deviceless"]["plan"]["peak"] for r in done if "plan" in r["deviceless"]]
+        oracle = [(r["device"]["plan"]["peak"] - r["oracle_peak"]) / r["oracle_peak"]
+                  for r in done]
+        ours = [(r["memlint_peak"] - r["device"]["plan"]["peak"]) / r["device"]["plan"]["peak"]
+                for r in done]
+        lines.append(f"| {mode} b{batch} ({len(rows)}) | {len(done)} | {_median(same)} | "
+                     f"{_median(oracle)} | "
+                     + (f"{max(oracle, key=abs):+.1%}" if oracle else "-")
+                     + f" | {sum(d > 0.01 for d in oracle)} | "
+                     f"{_median([abs(e) for e in ours], '{:.1%}')} | "
+                     f"{sum(e < -0.05 for e in ours)} |")
+        for r, d, e in zip(done, oracle, ours):
+            if abs(d) > 0.01:
+                cudnn = sorted(k.replace("__cudnn$", "") for k in r["device"].get("kernels", {})
+                               if "cudnn" in k)
+                detail.append(f"| {r['fixture'].removeprefix('fixtures/')}::{r['model']} | "
+                              f"{mode} b{batch} | {r['oracle_peak']:,} | "
+                              f"{r['device']['plan']['peak']:,} | {d:+.1%} | "
+                              f"{r['device'].get('conv_scratch') or 0:,} | "
+                              f"{', '.join(cudnn) or '-'} | {e:+.1%} |")
+    if detail:
+        lines += ["", "| model | step | stored oracle plan | device plan | device vs oracle | "
+                  "cuDNN scratch in the device plan | cuDNN kernels | memlint vs device |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |"] + detail
     return "\n".join(lines)
 
 

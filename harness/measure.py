@@ -158,6 +158,25 @@ def max_batch_configs(row: dict, breakdown) -> list:
             {**base, "batch": bigger, "kind": "maxbatch-fail", "cap_bytes": cap}]
 
 
+def refresh_memlint(path: Path) -> int:
+    """Recompute memlint's side of every row of a measurement file with this checkout's
+    memlint (after a change to the memory model); the peak memlint reported when the run was
+    made stays as ``memlint_peak_at_run``.  Returns the rows whose peak changed."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    changed = 0
+    for row in rows:
+        profile = "tf" if row["backend"] == "tensorflow" else row["backend"]
+        _, breakdown = memlint_breakdown(row, profile)
+        row.setdefault("memlint_peak_at_run", row["memlint_peak"])
+        changed += breakdown.peak != row["memlint_peak"]
+        measured = row.get("measured_peak")
+        row.update(memlint_profile=breakdown.profile, memlint_peak=breakdown.peak,
+                   memlint_parts={p.name: p.bytes for p in breakdown.parts},
+                   relative_error=(breakdown.peak - measured) / measured if measured else None)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return changed
+
+
 def _line(row: dict) -> str:
     err = row["relative_error"]
     return (f"[measure] {row['backend']} {row['fixture']} b={row['batch']} {row['optimizer']} "
@@ -184,7 +203,13 @@ def main(argv=None) -> int:
     parser.add_argument("--out-dir", default=str(OUT_DIR),
                         help="folder for the default file name (e.g. $OUT/m on the device)")
     parser.add_argument("--limit", type=int, default=0, help="run at most this many")
+    parser.add_argument("--refresh-memlint", nargs="+", type=Path, metavar="FILE",
+                        help="recompute memlint's side of these measurement files, run nothing")
     args = parser.parse_args(argv)
+    if args.refresh_memlint:
+        for path in args.refresh_memlint:
+            print(f"[measure] {path}: {refresh_memlint(path)} rows changed")
+        return 0
 
     sys.path.insert(0, str(ROOT))
     from harness.gpu_plan import without_local_paths

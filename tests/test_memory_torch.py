@@ -10,6 +10,7 @@ import memlint.layers as registry
 from memlint.ir import OptimizerSpec
 from memlint.layers.base import Args
 from memlint.memory import estimate
+from memlint.memory.estimate import TORCH_CUBLAS_WORKSPACES
 from memlint.memory.optimizers import update_temporary_elements
 from memlint.memory.profiles import TF_GRAPH, TORCH, XLA
 from tests.test_memory_walk import graph_of, parts, saved_names
@@ -19,13 +20,19 @@ ROUNDING = "allocator rounding"
 
 
 def exact(breakdown) -> int:
-    """The peak without the caching allocator's rounding."""
-    return breakdown.peak - parts(breakdown).get(ROUNDING, 0)
+    """The peak without the caching allocator's rounding and cuBLAS's workspaces (what the
+    torch-step oracle's CPU trace holds)."""
+    return breakdown.peak - parts(breakdown).get(ROUNDING, 0) - workspaces(breakdown)
+
+
+def workspaces(breakdown) -> int:
+    return parts(breakdown).get(TORCH_CUBLAS_WORKSPACES, 0)
 
 
 def moment(breakdown, phase: str, layer: str) -> int:
+    """One moment of the walk, without cuBLAS's workspaces (held through all of them)."""
     return next(m["bytes"] for m in breakdown.timeline
-                if m["phase"] == phase and m["layer"] == layer)
+                if m["phase"] == phase and m["layer"] == layer) - workspaces(breakdown)
 
 
 def saved(layer: str, args, kwargs, input_shape):
@@ -426,3 +433,28 @@ def test_sparse_categorical_crossentropy_makes_five_output_sized_buffers_under_t
 
     assert backward_buffers("sparse_categorical_crossentropy") == 5
     assert backward_buffers(None) == backward_buffers("a loss no one measured") == 6
+
+
+def test_cublas_workspaces_per_thread_running_products():
+    # PyTorch holds a cuBLAS workspace per thread that runs matrix products: 32 MiB from
+    # Hopper on, 8 MiB + 128 KiB before; the forward's and autograd's thread in training
+    # (measured on an H200: 64 MiB above the tensors in every training step)
+    mib = 2**20
+    train, infer = graph_of(MLP, batch=8), graph_of(MLP, batch=8, mode="infer")
+    for graph, gpu, held in ((train, "9.0", 64 * mib), (train, None, 64 * mib),
+                             (infer, "9.0", 32 * mib), (train, "7.5", 2 * (8 * mib + 128 * 1024)),
+                             (infer, "8.0", 8 * mib + 128 * 1024)):
+        b = estimate(graph, profile=TORCH, compute_capability=gpu)
+        assert workspaces(b) == held, (graph.setup.mode, gpu)
+        assert b.peak_at["bytes"] == b.peak
+        assert max(m["bytes"] for m in b.timeline) <= b.peak
+    assert workspaces(estimate(train, profile=XLA)) == 0
+    assert workspaces(estimate(train, profile=TF_GRAPH)) == 0
+
+
+def test_cublas_workspaces_count_in_the_largest_batch():
+    from memlint.memory import max_batch_size
+
+    b = estimate(graph_of(MLP, batch=8), profile=TORCH, compute_capability="9.0")
+    assert max_batch_size(b, b.peak) >= 8
+    assert max_batch_size(b, b.peak - workspaces(b)) < 8

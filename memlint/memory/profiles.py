@@ -24,7 +24,9 @@ that differ between backends (docs/memory-model-v2.md has the measurements behin
   (``zero_grad`` follows it) and the new ones until the optimizer step, whose
   ``torch._foreach_*`` ops make weight-sized temporaries; nothing is computed in place; the
   caching allocator rounds each block up to 512 bytes (its 2 MiB / 20 MiB segments are not
-  added); cuDNN workspaces depend on the algorithm chosen at run time and are not added.
+  added); cuBLAS holds a workspace per thread that runs matrix products (32 MiB from Hopper
+  on, 8 MiB before; the forward's thread and autograd's, measured on an H200); cuDNN
+  workspaces depend on the algorithm chosen at run time and are not added.
 
 With no profile (the code does not say which backend runs it) the walk uses the TensorFlow
 graph-mode schedule without an allocator.  The CUDA context is part of the budget
@@ -65,6 +67,9 @@ class Profile:
     # loss function (memlint/memory/losses.py), and a weight that several calls read gets
     # each call's gradient as a tensor of its own, summed in pairs
     eager_backward: bool = False
+    # cuBLAS gets a workspace per thread that runs matrix products, held for the whole run
+    # (PyTorch's handle pool; memory/estimate.py: torch_cublas_workspaces)
+    cublas_per_thread: bool = False
     notes: tuple = ()
 
     def describe(self) -> str:
@@ -94,7 +99,7 @@ TORCH = Profile(
     name="torch", title="Keras 3 on PyTorch, eager, caching allocator", round_bytes=512,
     inplace_elementwise=False, weight_gradients="kept", sign="output", framework_reserve=0,
     forward_keeps_outputs=True, grads_during_forward=True, update_temporaries="foreach",
-    pooled_outputs_strided=True, eager_backward=True,
+    pooled_outputs_strided=True, eager_backward=True, cublas_per_thread=True,
     notes=("autograd keeps every tensor a backward function needs",
            "a Functional or Sequential model holds every layer output until its call returns",
            "the last step's gradients live until the forward is done (zero_grad after it)",
@@ -104,6 +109,8 @@ TORCH = Profile(
            "the loss's backward: several output-sized temporaries, by loss function",
            "a weight several calls read: each call's gradient, summed in pairs",
            "caching allocator blocks rounded up to 512 B (segments of 2/20 MiB not added)",
+           "cuBLAS workspaces: 32 MiB (8 MiB before Hopper) per thread running products, "
+           "two threads in training",
            "cuDNN workspaces not added"))
 
 # The schedule used when the code names no backend: TensorFlow graph mode (Keras's default
