@@ -107,8 +107,11 @@ def memlint_estimate(graph, plan: dict, profile_name: str = "xla", compute_capab
         setup = replace(setup, loss=HARNESS_LOSS, loss_source="the harness's compile()")
 
     # memlint before v2 (the stored baseline, run from its commit) takes no GPU
-    extra = {} if compute_capability is None or "compute_capability" not in \
-        inspect.signature(estimate).parameters else {"compute_capability": compute_capability}
+    parameters = inspect.signature(estimate).parameters
+    extra = {} if compute_capability is None or "compute_capability" not in parameters \
+        else {"compute_capability": compute_capability}
+    if "gpu_code_paths" in parameters:  # plans compiled without a device: Keras's generic
+        extra["gpu_code_paths"] = False  # paths (the scan loop, not cuDNN's recurrences)
     return estimate(graph, setup, profile=get_profile(profile_name), **extra)
 
 

@@ -60,6 +60,10 @@ def configure_env(config: dict, gpu: dict) -> None:
             os.environ["XLA_CLIENT_MEM_FRACTION"] = fraction
         if not gpu:
             os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        if config.get("compilation_cache"):  # every executable stored and loaded there
+            os.environ["JAX_COMPILATION_CACHE_DIR"] = config["compilation_cache"]
+            os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+            os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
     if backend == "tensorflow" and not gpu:
         os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 

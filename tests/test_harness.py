@@ -143,3 +143,30 @@ def test_random_targets_follow_the_sizes_the_inputs_give_the_outputs():
                          env=env, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[(2, 5, 3), (2, 7, 4)] (2, 7, 2)"
+
+
+def test_jax_on_a_gpu_is_measured_in_a_second_process_sharing_the_compilation_cache(
+        monkeypatch):
+    from harness import measure
+
+    calls = []
+
+    def fake_run(argv, **kwargs):
+        calls.append(json.loads(argv[-1]))
+
+        class Done:
+            stdout = json.dumps({"status": "ok", "peak_bytes": 1000}) + "\n"
+            stderr, returncode = "", 0
+        return Done()
+
+    monkeypatch.setattr(measure.subprocess, "run", fake_run)
+    config = {"backend": "jax", "cap_bytes": 5000, "steps": 3, "cpu": False}
+    result = measure.run_child(config, 100)
+    warm, measured = calls
+    assert warm["compilation_cache"] == measured["compilation_cache"]
+    assert warm["cap_bytes"] is None and measured["cap_bytes"] == 5000
+    assert measured["steps"] == 3 and result["compile_cache_warmed"]
+    calls.clear()
+    measure.run_child({**config, "backend": "torch"}, 100)
+    measure.run_child({**config, "cpu": True}, 100)
+    assert len(calls) == 2 and not any("compilation_cache" in c for c in calls)

@@ -1,7 +1,8 @@
 """MEM005 unknown-activation-size: the peak memory cannot be estimated, so no verdict is given.
 
-One warning per model with layers whose output size is unknown (with or without a GPU
-budget: the per-layer figures are incomplete either way), or, when a budget asks for a
+One warning per model with layers whose output size is unknown, or whose GPU library memory
+memlint does not count (cuDNN's recurrent layers under Keras 3 on JAX), with or without a GPU
+budget (the per-layer figures are incomplete either way), or, when a budget asks for a
 verdict, with an unknown batch size (an ONNX graph's symbolic batch without
 ``--batch-size``, batches from a generator of unknown size).  It sits at the first unknown
 layer (else at the fit/predict call, else the model) and says which layers are unknown and
@@ -30,12 +31,14 @@ class UnknownActivationSize(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for graph, breakdown in zip(ctx.models, ctx.breakdowns):
-            if not breakdown.unknown_activations and (breakdown.batch_known
-                                                      or ctx.budget is None):
+            if not breakdown.unknown_activations and not breakdown.not_modelled and (
+                    breakdown.batch_known or ctx.budget is None):
                 continue
             graph = memory_graph(graph)
             by_name = {layer.name: layer for layer in graph.layers}
             unknown = [by_name[n] for n in breakdown.unknown_activations if n in by_name]
+            unknown += [by_name[n] for n, _ in breakdown.not_modelled
+                        if n in by_name and not unknown]
             result = verdict(breakdown, ctx.budget)
             parts = [self._what(graph, breakdown, unknown)]
             parts.append(self._bound(result, breakdown))
@@ -48,6 +51,7 @@ class UnknownActivationSize(Rule):
             yield self.diagnostic(
                 ctx, location, ". ".join(parts) + ".", model=graph.name,
                 data={"unknown_layers": list(breakdown.unknown_activations),
+                      "not_modelled": [name for name, _ in breakdown.not_modelled],
                       "batch_known": breakdown.batch_known, "known_peak": result.peak,
                       "verdict": result.status, "flags": flags})
 
@@ -57,6 +61,14 @@ class UnknownActivationSize(Rule):
         source = graph.setup.batch_source
         source = source[len("unknown: "):] if source.startswith("unknown: ") else source
         batch = f"the batch size is not known ({source})"
+        if breakdown.not_modelled and not breakdown.unknown_activations:
+            first, what = breakdown.not_modelled[0]
+            others = [name for name, _ in breakdown.not_modelled[1:]]
+            text = (f"the memory of model '{graph.name}' cannot be fully estimated: "
+                    f"{len(breakdown.not_modelled)} layer(s) hold GPU memory memlint does not "
+                    f"count; '{first}': {what}"
+                    + (f"; also {name_list(others)}" if others else ""))
+            return text if breakdown.batch_known else f"{text}, and {batch}"
         if not breakdown.unknown_activations:
             return f"the memory of model '{graph.name}' cannot be estimated: {batch}"
         causes = _layer_causes(graph, unknown)

@@ -24,6 +24,7 @@ from memlint.layers.base import (
     Args,
     LayerError,
     LayerKind,
+    UnresolvedArgument,
     check_rank,
     register,
 )
@@ -156,6 +157,41 @@ def _check_use_cudnn(args: Args) -> None:
         raise LayerError(f"use_cudnn must be 'auto', True or False, got {value!r}")
 
 
+# On a GPU, Keras 3 on JAX hands an LSTM or GRU to cuDNN (``cudnn_rnn_ffi``) unless its
+# configuration rules it out (keras/src/layers/rnn/lstm.py ``inner_loop``,
+# keras/src/backend/jax/rnn.py ``cudnn_ok``): use_cudnn=False, recurrent dropout, unroll, no
+# bias, an activation other than tanh or a recurrent activation other than sigmoid, a GRU
+# with reset_after=False (a mask does too; memlint does not follow masks, so it assumes
+# cuDNN).  XLA's plans of such steps on an H200 held 32 MiB and more beyond the scan loop's
+# buffers (tiny models: +34 MB; keras.io's bidirectional IMDB LSTM at batch 32: 139 MB ->
+# 370 MB: docs/gpu-verification.md).  cuDNN sizes its workspace and reserve space at run time,
+# so memlint cannot count them yet.
+CUDNN_RNN_NOT_MODELLED = ("on a GPU Keras 3 on JAX runs it through cuDNN, whose workspace and "
+                          "reserve space memlint does not count (32 MiB and more per step, "
+                          "measured on an H200)")
+
+
+def keras_cudnn(args: Args, gru: bool = False) -> bool:
+    """Whether Keras would hand this LSTM or GRU to cuDNN on a GPU (an argument memlint
+    cannot read counts as allowing it: the conservative side)."""
+    def is_(name, default, *allowed):
+        try:
+            value = args.get(name, default)
+        except UnresolvedArgument:
+            return True
+        return not isinstance(value, (str, bool, int, float)) or value in allowed
+
+    try:
+        off = args.get("use_cudnn", "auto") is False
+    except UnresolvedArgument:
+        off = False
+    return (not off
+            and is_("recurrent_dropout", 0, 0, 0.0) and is_("unroll", False, False)
+            and is_("use_bias", True, True) and is_("activation", "tanh", "tanh")
+            and is_("recurrent_activation", "sigmoid", "sigmoid")
+            and (not gru or is_("reset_after", True, True)))
+
+
 @register
 class SimpleRNN(Recurrent):
     """``SimpleRNN(units)``: a fully connected recurrence, one state."""
@@ -173,7 +209,11 @@ class LSTM(Recurrent):
 
     def configure(self, args: Args) -> dict:
         _check_use_cudnn(args)
-        return super().configure(args)
+        return {**super().configure(args), "keras_cudnn": keras_cudnn(args)}
+
+    def not_modelled(self, config, profile):
+        return CUDNN_RNN_NOT_MODELLED if profile == "xla" and config.get("keras_cudnn") \
+            else None
 
 
 class _GRUGates:
@@ -201,7 +241,9 @@ class GRU(_GRUGates, Recurrent):
 
     def configure(self, args: Args) -> dict:
         _check_use_cudnn(args)
-        return super().configure(args)
+        return {**super().configure(args), "keras_cudnn": keras_cudnn(args, gru=True)}
+
+    not_modelled = LSTM.not_modelled
 
 
 # ---------------------------------------------------------------- Keras 2 CuDNN layers
@@ -484,6 +526,13 @@ class Bidirectional(LayerKind):
             if fwd[flag] != bwd[flag]:
                 raise LayerError(f"the forward and backward layers differ in {flag}")
         return {"layer": forward, "backward_layer": backward, "merge_mode": merge_mode}
+
+    def not_modelled(self, config, profile):
+        for wrapped in (config["layer"], config["backward_layer"]):
+            found = REGISTRY[wrapped["class_name"]].not_modelled(wrapped["config"], profile)
+            if found:
+                return found
+        return None
 
     def output_shape(self, config, input_shape):
         forward, backward = config["layer"], config["backward_layer"]

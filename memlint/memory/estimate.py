@@ -53,6 +53,9 @@ class MemoryBreakdown:
     fixed_bytes: int = 0  # the part of the peak that does not depend on the batch size
     largest_activation: Optional[tuple] = None  # (layer name, bytes) of the biggest single output
     unknown_activations: list = field(default_factory=list)  # layers whose size is unknown
+    # (layer name, what): memory a GPU library holds for the layer that the model does not
+    # count (LayerKind.not_modelled): the peak is a lower bound
+    not_modelled: list = field(default_factory=list)
     profile: Optional[str] = None  # the backend profile applied (memory/profiles.py), if any
     batch_known: bool = True  # False when the setup has no batch size (the estimate uses 1)
     # the memory over the step: {"phase": forward|backward|update, "layer", "bytes"} per moment
@@ -66,9 +69,10 @@ class MemoryBreakdown:
 
     @property
     def complete(self) -> bool:
-        """Every size the peak depends on is known: no layer of unknown output size and a
-        known batch size.  Otherwise :attr:`peak` counts only the known parts."""
-        return self.batch_known and not self.unknown_activations
+        """Every size the peak depends on is known: no layer of unknown output size, none
+        whose library memory is not modelled, and a known batch size.  Otherwise
+        :attr:`peak` counts only the known parts."""
+        return self.batch_known and not self.unknown_activations and not self.not_modelled
 
     def category(self, name: str) -> int:
         return sum(p.bytes for p in self.parts if p.category == name)
@@ -160,14 +164,18 @@ def _capability(value) -> Optional[tuple]:
 
 
 def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
-             profile=None, compute_capability=None) -> MemoryBreakdown:
+             profile=None, compute_capability=None,
+             gpu_code_paths: bool = True) -> MemoryBreakdown:
     """The memory breakdown of ``graph`` under ``setup`` (the graph's own setup by default).
 
     ``profile`` (:mod:`memlint.memory.profiles`) is the backend whose schedule the walk
     follows; None (no backend stated) uses the TensorFlow graph-mode schedule without an
     allocator model.  ``compute_capability`` ("7.5", (9, 0)) is the GPU's, when known: under
     XLA a GPU before Ampere adds cuBLAS's workspace and computes bfloat16 in float32, and one
-    before Hopper runs float32 convolutions in NCHW.
+    before Hopper runs float32 convolutions in NCHW.  ``gpu_code_paths``: Keras runs on a
+    GPU and takes its GPU code paths (cuDNN recurrent layers: not modelled, so the estimate
+    is a lower bound); False for XLA plans compiled without a device, where Keras takes its
+    generic ones.
     """
     from memlint.memory.profiles import DEFAULT
     from memlint.memory.walk import KINDS, Walk
@@ -199,6 +207,8 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
                              batch_known=batch_is_known(setup),
                              profile=profile.name if profile is not None else None)
     result.unknown_activations = first.unknown
+    if gpu_code_paths and profile is not None:
+        result.not_modelled = not_modelled(walked, profile.name)
     result.timeline = first.timeline
     result.curve = _frontier(first.curve)
     result.per_sample_bytes, result.fixed_bytes = first.peak_linear
@@ -240,6 +250,21 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
                      "category": KINDS[kind][1], "bytes": b.at(batch, 0)} for b, kind in top]}
     result.largest_activation = _largest_output(graph, batch, prec.compute_bytes)
     return result
+
+
+def not_modelled(graph: ModelGraph, profile: str) -> list:
+    """(layer name, what) for each layer whose GPU library memory the model does not count
+    under ``profile`` (each kind says: LayerKind.not_modelled)."""
+    from memlint.layers.base import REGISTRY
+
+    out = []
+    for layer in graph.layers:
+        kind = REGISTRY.get(layer.type)
+        what = kind.not_modelled(layer.config, profile) if kind is not None and \
+            isinstance(layer.config, dict) else None
+        if what:
+            out.append((layer.name, what))
+    return out
 
 
 def _onnx_inference(graph: ModelGraph, setup: TrainingSetup, batch: int,

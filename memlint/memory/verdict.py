@@ -69,7 +69,7 @@ def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
         status = DOES_NOT_FIT
     else:
         status = UNKNOWN if lower else FITS
-    largest = None if unknown else max_batch_size(breakdown, usable)
+    largest = None if unknown or breakdown.not_modelled else max_batch_size(breakdown, usable)
     return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known)
 
 

@@ -66,6 +66,7 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "peak_is_lower_bound": result.lower_bound,
         "largest_batch_size": result.largest_batch_size,
         "unknown_activations": list(breakdown.unknown_activations),
+        "not_modelled": [{"layer": name, "what": what} for name, what in breakdown.not_modelled],
         "batch_size_known": breakdown.batch_known,
         # memory model v2: the memory over the step ({"phase": forward | backward | update,
         # "layer", "bytes"} per moment of the walk) and where the peak is, with the largest

@@ -185,6 +185,8 @@ def model_report(graph, breakdown, budget) -> list:
                      "can differ")
     if breakdown.unknown_activations:
         lines.append("  not counted (shape unknown): " + ", ".join(breakdown.unknown_activations))
+    for name, what in breakdown.not_modelled:
+        lines.append(f"  not counted ({name}): {what}")
     return lines
 
 
