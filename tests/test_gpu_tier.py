@@ -12,9 +12,8 @@ import pytest
 
 from harness import compare
 
-COMMAND = ("pytest -m gpu, and for the data: python3 -m harness.measure --backends jax,torch "
-           "--matrix full --verdicts --jobs 6 --time-budget 400 --timeout 150 (keras carried "
-           "as wheels: docs/gpu-verification.md)")
+COMMAND = ("pytest -m gpu, and for the data: OUT=<folder> bash harness/gpu_session.sh (keras "
+           "carried as wheels: docs/gpu-verification.md)")
 
 
 def _has_gpu() -> bool:
