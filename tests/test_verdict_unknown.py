@@ -350,3 +350,7 @@ def test_mem005_and_the_reports_name_the_cudnn_recurrence():
     assert "verdict:      unknown: at least" in text
     data = model_dict(graph, b, "m.py", report.budget)
     assert data["not_modelled"][0]["layer"] == "lstm" and data["verdict"] == UNKNOWN
+    # without a budget there is no verdict to withhold: the layer figures are all known
+    plain = analyze_text(source, "m.py", settings_from_table({}, "test"))
+    assert not [d for d in plain.diagnostics if d.code == "MEM005"]
+    assert plain.breakdowns[0].not_modelled

@@ -1,10 +1,10 @@
 """MEM005 unknown-activation-size: the peak memory cannot be estimated, so no verdict is given.
 
-One warning per model with layers whose output size is unknown, or whose GPU library memory
-memlint does not count (cuDNN's recurrent layers under Keras 3 on JAX), with or without a GPU
-budget (the per-layer figures are incomplete either way), or, when a budget asks for a
-verdict, with an unknown batch size (an ONNX graph's symbolic batch without
-``--batch-size``, batches from a generator of unknown size).  It sits at the first unknown
+One warning per model with layers whose output size is unknown (with or without a GPU
+budget: the per-layer figures are incomplete either way), or, when a budget asks for a
+verdict, with layers whose GPU library memory memlint does not count (cuDNN's recurrent
+layers under Keras 3 on JAX) or with an unknown batch size (an ONNX graph's symbolic batch
+without ``--batch-size``, batches from a generator of unknown size).  It sits at the first unknown
 layer (else at the fit/predict call, else the model) and says which layers are unknown and
 why (the layer's own reason, or the input dimensions the code leaves open), what the known
 parts come to, and which option fills the gap (``--input-shape H,W,3``, ``--batch-size``).
@@ -31,8 +31,10 @@ class UnknownActivationSize(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
         for graph, breakdown in zip(ctx.models, ctx.breakdowns):
-            if not breakdown.unknown_activations and not breakdown.not_modelled and (
-                    breakdown.batch_known or ctx.budget is None):
+            # an unknown layer size leaves the per-layer figures incomplete, budget or not; an
+            # unknown batch size or library memory only withholds the verdict a budget asks for
+            if not breakdown.unknown_activations and (
+                    ctx.budget is None or (breakdown.batch_known and not breakdown.not_modelled)):
                 continue
             graph = memory_graph(graph)
             by_name = {layer.name: layer for layer in graph.layers}
