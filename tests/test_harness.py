@@ -170,3 +170,25 @@ def test_jax_on_a_gpu_is_measured_in_a_second_process_sharing_the_compilation_ca
     measure.run_child({**config, "backend": "torch"}, 100)
     measure.run_child({**config, "cpu": True}, 100)
     assert len(calls) == 2 and not any("compilation_cache" in c for c in calls)
+
+
+def test_child_processes_keep_the_callers_pythonpath(monkeypatch):
+    # on a GPU machine Keras is carried as wheels on PYTHONPATH: a child that sees only the
+    # repository finds no Keras (the first GPU call recorded nothing for this)
+    from harness import gpu_plan, measure
+
+    monkeypatch.setenv("PYTHONPATH", "/carried/site")
+    for env in (gpu_plan.child_env(), gpu_plan.child_env(on_device=True)):
+        assert env["PYTHONPATH"].split(os.pathsep) == [str(gpu_plan.ROOT), "/carried/site"]
+    seen = []
+
+    def fake_run(argv, **kwargs):
+        seen.append(kwargs["env"]["PYTHONPATH"])
+
+        class Done:
+            stdout, stderr, returncode = '{"status": "ok"}\n', "", 0
+        return Done()
+
+    monkeypatch.setattr(measure.subprocess, "run", fake_run)
+    measure.run_child({"backend": "torch", "cpu": True}, 10)
+    assert seen == [os.pathsep.join([str(measure.ROOT), "/carried/site"])]
