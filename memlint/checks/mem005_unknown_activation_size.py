@@ -4,8 +4,8 @@ One warning per model with layers whose output size is unknown (with or without 
 budget: the per-layer figures are incomplete either way), or, when a budget asks for a
 verdict, with layers whose GPU library memory memlint does not count (cuDNN's recurrent
 layers under Keras 3 on JAX) or with an unknown batch size (an ONNX graph's symbolic batch
-without ``--batch-size``, batches from a generator of unknown size).  It sits at the first unknown
-layer (else at the fit/predict call, else the model) and says which layers are unknown and
+without ``--batch-size``, batches from a generator of unknown size).  It sits at the first
+unknown layer (else at the fit/predict call, else the model) and says which layers are unknown and
 why (the layer's own reason, or the input dimensions the code leaves open), what the known
 parts come to, and which option fills the gap (``--input-shape H,W,3``, ``--batch-size``).
 """
