@@ -62,20 +62,21 @@ def jobs(rows: list, target: str) -> list:
 
 def _plan(results: dict, index: int) -> dict:
     found = (results.get(index) or [{}])[0]
-    return {k: found.get(k) for k in ("plan", "kernels", "conv_scratch", "compile_s", "error")
-            if found.get(k) is not None}
+    return {k: found.get(k) for k in ("plan", "kernels", "conv_scratch", "library_calls",
+                                      "compile_s", "error") if found.get(k) is not None}
 
 
-def measure(rows: list, workers: int, budget: float) -> dict:
-    """Both compilations of every row, device and deviceless in parallel, until ``budget``
-    seconds have passed (rows not reached have no plan).  Both with the real toolchain and
-    XLA's default flags: the oracle tier's fast-compile flags and kernel cache are options
-    of its own JAX version."""
+def compile_both(make_jobs, workers: int, budget: float) -> dict:
+    """``make_jobs(target)`` compiled on this machine's GPU and for the described H100 with
+    the same JAX, side by side, until ``budget`` seconds have passed (jobs not reached have
+    no result).  Both with the real toolchain and XLA's default flags: the oracle tier's
+    fast-compile flags and kernel cache are options of its own JAX version.  Returns
+    ``{"device": (results, meta), "deviceless": (results, meta)}``."""
     stop_at = time.monotonic() + budget
     out: dict = {}
 
     def side(name, target, on_device):
-        out[name] = gpu_plan.run_jobs(jobs(rows, target), workers=workers, chunk=3,
+        out[name] = gpu_plan.run_jobs(make_jobs(target), workers=workers, chunk=3,
                                       fast=False, job_timeout=120,
                                       on_device=on_device, stop_at=stop_at,
                                       log=lambda m: print(f"[device_plan {name}] {m}",
@@ -87,8 +88,20 @@ def measure(rows: list, workers: int, budget: float) -> dict:
         t.start()
     for t in threads:
         t.join()
-    (device, device_meta), (deviceless, deviceless_meta) = out["device"], out["deviceless"]
-    gpu = gpu_info()
+    return out
+
+
+def meta(both: dict) -> dict:
+    """What the two sides ran with, and the GPU."""
+    return {"date": _dt.date.today().isoformat(), "gpu": gpu_info(),
+            "described_target": DESCRIBED, "device_side": both["device"][1],
+            "deviceless_side": both["deviceless"][1]}
+
+
+def measure(rows: list, workers: int, budget: float) -> dict:
+    """Both compilations of every stored oracle row (see :func:`compile_both`)."""
+    both = compile_both(lambda target: jobs(rows, target), workers, budget)
+    (device, _), (deviceless, _) = both["device"], both["deviceless"]
     result_rows = []
     for i, row in enumerate(rows):
         result_rows.append({
@@ -96,11 +109,18 @@ def measure(rows: list, workers: int, budget: float) -> dict:
             "mode": row["mode"], "optimizer": row.get("optimizer"), "params": row.get("params"),
             "device": _plan(device, i), "deviceless": _plan(deviceless, i),
             "oracle_peak": row["plan"]["peak"], "memlint_peak": row["memlint"]["peak"]})
-    return {"meta": {"date": _dt.date.today().isoformat(), "gpu": gpu,
-                     "described_target": DESCRIBED, "device_side": device_meta,
-                     "deviceless_side": deviceless_meta,
+    return {"meta": {**meta(both),
                      "oracle_versions": gpu_plan.load()["meta"].get("versions")},
             "rows": result_rows}
+
+
+def save(data: dict, prefix: str, folder: Path) -> Path:
+    """``<folder>/<prefix>-<device>-<date>.json``, without local paths."""
+    path = output_path(data["meta"]["gpu"]["device"], False, folder)
+    path = path.with_name(f"{prefix}-" + path.name.replace(".jsonl", ".json"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(gpu_plan.without_local_paths(json.dumps(data, indent=1)) + "\n")
+    return path
 
 
 def _median(values, fmt="{:+.1%}") -> str:
@@ -171,10 +191,7 @@ def main(argv=None) -> int:
     if args.limit:
         rows = rows[:args.limit]
     data = measure(rows, args.workers, args.time_budget)
-    path = output_path(data["meta"]["gpu"]["device"], False, args.out_dir)
-    path = path.with_name("device-plans-" + path.name.replace(".jsonl", ".json"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(gpu_plan.without_local_paths(json.dumps(data, indent=1)) + "\n")
+    path = save(data, "device-plans", args.out_dir)
     print(table(data))
     print(f"[device_plan] {path}")
     return 0

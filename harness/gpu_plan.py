@@ -231,6 +231,22 @@ def kernels(compiled) -> tuple:
     return counts, sum(int(n) for n in _CONV_SCRATCH.findall(text))
 
 
+_CUSTOM_CALL_LINE = re.compile(r"= (.+?) custom-call\([^\n]*custom_call_target=\"([^\"]+)\"")
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+
+
+def library_calls(compiled) -> list:
+    """Every custom call of the optimized HLO (cuDNN, cuBLAS, cuDNN's RNN) with the shapes it
+    returns, layouts dropped: its workspace and reserve space are ``u8[...]`` outputs, which is
+    what the memory model needs to size them."""
+    try:
+        text = compiled.as_text()
+    except Exception:  # noqa: BLE001 - only a description
+        return []
+    return [{"target": target, "outputs": _LAYOUT.sub("", shape)[:400]}
+            for shape, target in _CUSTOM_CALL_LINE.findall(text)]
+
+
 def _code_paths() -> dict:
     """What Keras decides on this process's devices (see CODE_PATHS)."""
     import importlib.util
@@ -333,6 +349,8 @@ def _run_job(job: dict, meshes: dict):
             plan.pop("generated_code", None)
             out["plan"] = plan
             out["kernels"], out["conv_scratch"] = kernels(compiled)
+            if config["target"] == DEVICE:  # what the GPU's libraries were given
+                out["library_calls"] = library_calls(compiled)
         except Exception as exc:  # noqa: BLE001
             out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         yield out

@@ -192,3 +192,32 @@ def test_child_processes_keep_the_callers_pythonpath(monkeypatch):
     monkeypatch.setattr(measure.subprocess, "run", fake_run)
     measure.run_child({"backend": "torch", "cpu": True}, 10)
     assert seen == [os.pathsep.join([str(measure.ROOT), "/carried/site"])]
+
+
+def test_library_calls_keep_what_each_custom_call_returns():
+    from harness import device_rnn, gpu_plan
+
+    class Compiled:
+        @staticmethod
+        def as_text():
+            return ('  %c = (f32[8,64]{1,0}, f32[1,8,64]{2,1,0}, u8[33554432]{0}, u8[4096]{0}) '
+                    'custom-call(f32[8,16,32]{2,1,0} %x), custom_call_target="cudnn_rnn_ffi"\n'
+                    '  %d = (f32[8,64]{1,0}, s8[4194304]{0}) custom-call(%a, %b), '
+                    'custom_call_target="__cublas$lt$matmul"\n')
+
+    calls = gpu_plan.library_calls(Compiled)
+    assert calls == [{"target": "cudnn_rnn_ffi",
+                      "outputs": "(f32[8,64], f32[1,8,64], u8[33554432], u8[4096])"},
+                     {"target": "__cublas$lt$matmul", "outputs": "(f32[8,64], s8[4194304])"}]
+    assert device_rnn.rnn_scratch({"library_calls": calls}) == 33554432 + 4096
+
+
+def test_rnn_sweep_covers_the_grid_smallest_first(tmp_path):
+    from harness import device_rnn
+
+    points = device_rnn.models()
+    assert len(points) == 2 * 3 * 2 * 2
+    sizes = [p["units"] * p["steps"] for p in points]
+    assert sizes == sorted(sizes)
+    (path,) = device_rnn.write_sources(points[:1], tmp_path)
+    assert "layers.LSTM(32)" in path.read_text() or "layers.GRU(32)" in path.read_text()
