@@ -173,28 +173,38 @@ def table(data: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(argv, name: str, doc: str, run, render, budget: float, workers: int) -> int:
+    """The command line both GPU-side tools share: ``--table FILE`` prints a stored file's
+    table (``render``); otherwise, on a GPU, ``run(args)`` makes the data, which is saved as
+    ``<name>-<device>-<date>.json`` in ``--out-dir`` and printed."""
+    parser = argparse.ArgumentParser(prog=f"python -m harness.{name.replace('-', '_')}",
+                                     description=doc.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, default=ROOT / "data" / "measurements")
-    parser.add_argument("--time-budget", type=float, default=300)
-    parser.add_argument("--workers", type=int, default=4, help="per side")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N rows")
+    parser.add_argument("--time-budget", type=float, default=budget)
+    parser.add_argument("--workers", type=int, default=workers, help="per side")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N configurations")
     parser.add_argument("--table", type=Path, help="print the table of a stored file")
     args = parser.parse_args(argv)
     if args.table:
-        print(table(json.loads(args.table.read_text())))
+        print(render(json.loads(args.table.read_text())))
         return 0
     if not gpu_info():
-        print("device_plan: no NVIDIA GPU here (nvidia-smi found none)", file=sys.stderr)
+        print(f"{parser.prog}: no NVIDIA GPU here (nvidia-smi found none)", file=sys.stderr)
         return 2
-    rows = oracle_rows(gpu_plan.load())
-    if args.limit:
-        rows = rows[:args.limit]
-    data = measure(rows, args.workers, args.time_budget)
-    path = save(data, "device-plans", args.out_dir)
-    print(table(data))
-    print(f"[device_plan] {path}")
+    data = run(args)
+    path = save(data, name, args.out_dir)
+    print(render(data))
+    print(f"[{name}] {path}")
     return 0
+
+
+def main(argv=None) -> int:
+    def run(args):
+        rows = oracle_rows(gpu_plan.load())
+        return measure(rows[:args.limit] if args.limit else rows, args.workers,
+                       args.time_budget)
+
+    return cli(argv, "device-plans", __doc__, run, table, budget=300, workers=4)
 
 
 if __name__ == "__main__":

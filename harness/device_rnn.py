@@ -13,8 +13,6 @@ needs.
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import statistics
 import sys
@@ -26,7 +24,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from harness import device_plan  # noqa: E402
-from harness.run_one import gpu_info  # noqa: E402
 
 FEATURES = 32
 GRID = {"kind": ("LSTM", "GRU"), "units": (32, 256, 1024), "steps": (16, 256),
@@ -70,8 +67,8 @@ def jobs(paths: list, target: str) -> list:
             for i, path in enumerate(paths)]
 
 
-def run(workers: int, budget: float) -> dict:
-    points = models()
+def run(workers: int, budget: float, limit: int = 0) -> dict:
+    points = models()[:limit] if limit else models()
     with tempfile.TemporaryDirectory(prefix="memlint-rnn-") as folder:
         paths = write_sources(points, Path(folder))
         both = device_plan.compile_both(lambda target: jobs(paths, target), workers, budget)
@@ -125,23 +122,9 @@ def table(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "data" / "measurements")
-    parser.add_argument("--time-budget", type=float, default=150)
-    parser.add_argument("--workers", type=int, default=2, help="per side")
-    parser.add_argument("--table", type=Path, help="print the table of a stored file")
-    args = parser.parse_args(argv)
-    if args.table:
-        print(table(json.loads(args.table.read_text())))
-        return 0
-    if not gpu_info():
-        print("device_rnn: no NVIDIA GPU here (nvidia-smi found none)", file=sys.stderr)
-        return 2
-    data = run(args.workers, args.time_budget)
-    path = device_plan.save(data, "device-rnn", args.out_dir)
-    print(table(data))
-    print(f"[device_rnn] {path}")
-    return 0
+    return device_plan.cli(argv, "device-rnn", __doc__,
+                           lambda args: run(args.workers, args.time_budget, args.limit),
+                           table, budget=150, workers=2)
 
 
 if __name__ == "__main__":
