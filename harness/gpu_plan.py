@@ -386,14 +386,19 @@ def child_main() -> None:
 
 # --- the driver -----------------------------------------------------------------------------
 
+def child_pythonpath() -> str:
+    """A child process's PYTHONPATH: the repository, then the caller's (where a GPU machine's
+    carried wheels are)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+
+
 def child_env(shim=None, on_device: bool = False) -> dict:
     """The child's environment; with ``shim`` (a folder from :func:`ptxas_shim_dir`),
     FAST_COMPILE and the stand-in ptxas; ``on_device``: JAX sees the machine's GPU (configs
     whose target is DEVICE), and preallocates nothing."""
     flags = (os.environ.get("XLA_FLAGS", "") + " " + (FAST_COMPILE if shim else "")).strip()
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-               TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=path, XLA_FLAGS=flags)
+               TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=child_pythonpath(), XLA_FLAGS=flags)
     if on_device:
         del env["JAX_PLATFORMS"]
         env.update(GPU_PLAN_ON_DEVICE="1", XLA_PYTHON_CLIENT_PREALLOCATE="false")

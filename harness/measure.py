@@ -80,8 +80,9 @@ def config_key(config: dict) -> str:
 _REPORTS: dict = {}
 
 
-def memlint_breakdown(config: dict, backend: str):
-    """memlint's estimate for one configuration (the graph from the fixture's source)."""
+def memlint_breakdown(config: dict):
+    """memlint's estimate for one configuration (the graph from the fixture's source), under
+    the profile of the configuration's backend."""
     from memlint.analysis import analyze_file
     from memlint.config import Settings
     from harness.estimates import setup_for
@@ -93,7 +94,15 @@ def memlint_breakdown(config: dict, backend: str):
     report = _REPORTS[config["fixture"]]
     graph = next(g for g in report.models if g.variable == config["model"])
     setup = setup_for(graph.setup, config)
+    backend = "tf" if config["backend"] == "tensorflow" else config["backend"]
     return graph, estimate(graph, setup, profile=get_profile(backend))
+
+
+def memlint_side(breakdown, measured) -> dict:
+    """The fields a measurement row holds of memlint's estimate."""
+    return {"memlint_profile": breakdown.profile, "memlint_peak": breakdown.peak,
+            "memlint_parts": {p.name: p.bytes for p in breakdown.parts},
+            "relative_error": (breakdown.peak - measured) / measured if measured else None}
 
 
 def run_child(config: dict, timeout: int) -> dict:
@@ -114,8 +123,9 @@ def run_child(config: dict, timeout: int) -> dict:
             left = max(1, int(timeout - (time.monotonic() - started)))
             return dict(run_child({**config, "compilation_cache": cache}, left),
                         compile_cache_warmed=True)
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
+    from harness.gpu_plan import child_pythonpath
+
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(), PYTHONUNBUFFERED="1")
     try:
         proc = subprocess.run([sys.executable, str(ROOT / "harness" / "run_one.py"),
                                json.dumps(config)], capture_output=True, text=True,
@@ -137,10 +147,7 @@ def record(config: dict, result: dict, graph, breakdown) -> dict:
            **{k: config.get(k) for k in ("backend", "fixture", "model", "batch", "optimizer",
                                          "precision", "mode", "kind", "cap_bytes")},
            "params": graph.params, **result,
-           "measured_peak": measured,
-           "memlint_profile": breakdown.profile, "memlint_peak": breakdown.peak,
-           "memlint_parts": {p.name: p.bytes for p in breakdown.parts},
-           "relative_error": (breakdown.peak - measured) / measured if measured else None}
+           "measured_peak": measured, **memlint_side(breakdown, measured)}
     return row
 
 
@@ -182,14 +189,10 @@ def refresh_memlint(path: Path) -> int:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     changed = 0
     for row in rows:
-        profile = "tf" if row["backend"] == "tensorflow" else row["backend"]
-        _, breakdown = memlint_breakdown(row, profile)
+        _, breakdown = memlint_breakdown(row)
         row.setdefault("memlint_peak_at_run", row["memlint_peak"])
         changed += breakdown.peak != row["memlint_peak"]
-        measured = row.get("measured_peak")
-        row.update(memlint_profile=breakdown.profile, memlint_peak=breakdown.peak,
-                   memlint_parts={p.name: p.bytes for p in breakdown.parts},
-                   relative_error=(breakdown.peak - measured) / measured if measured else None)
+        row.update(memlint_side(breakdown, row.get("measured_peak")))
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return changed
 
@@ -251,8 +254,7 @@ def main(argv=None) -> int:
                 config = queue.pop(0)
                 if config_key(config) in done:
                     continue
-                profile = "tf" if config["backend"] == "tensorflow" else config["backend"]
-                graph, breakdown = memlint_breakdown(config, profile)
+                graph, breakdown = memlint_breakdown(config)
                 if graph.input_shapes and not all(s is None for s in graph.input_shapes):
                     config["input_shapes"] = [list(s[1:]) for s in graph.input_shapes]
                 future = pool.submit(run_child, config, args.timeout)

@@ -40,10 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script (the child) as well as with -m
     sys.path.insert(0, str(ROOT))
 
+from memlint.memory.estimate import TORCH_CUBLAS_WORKSPACES  # noqa: E402
+
 BATCHES = (4, 32)
 ROUNDING = "allocator rounding"  # memlint's part for the allocator's rounding
 # memlint's parts a CPU run cannot hold: the GPU allocator's rounding, cuBLAS's workspaces
-NOT_ON_CPU = (ROUNDING, "cuBLAS workspaces")
+NOT_ON_CPU = (ROUNDING, TORCH_CUBLAS_WORKSPACES)
 JOB_TIMEOUT = 600  # seconds per model (both batches), in the child
 BEYOND = 0.20
 

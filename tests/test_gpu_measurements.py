@@ -29,8 +29,7 @@ def test_there_are_gpu_measurements():
                                        f"{r['optimizer']}-{r['precision']}-{r['mode']}-"
                                        f"{r.get('kind') or 'peak'}")
 def test_stored_memlint_side_is_todays(row):
-    profile = "tf" if row["backend"] == "tensorflow" else row["backend"]
-    _, breakdown = memlint_breakdown(row, profile)
+    _, breakdown = memlint_breakdown(row)
     assert breakdown.peak == row["memlint_peak"], (
         "memlint's estimate changed: python -m harness.measure --refresh-memlint "
         + " ".join(str(p.relative_to(ROOT)) for p in FILES))

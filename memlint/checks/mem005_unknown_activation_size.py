@@ -39,8 +39,8 @@ class UnknownActivationSize(Rule):
             graph = memory_graph(graph)
             by_name = {layer.name: layer for layer in graph.layers}
             unknown = [by_name[n] for n in breakdown.unknown_activations if n in by_name]
-            unknown += [by_name[n] for n, _ in breakdown.not_modelled
-                        if n in by_name and not unknown]
+            first = (unknown or [by_name[n] for n, _ in breakdown.not_modelled
+                                 if n in by_name] or [None])[0]
             result = verdict(breakdown, ctx.budget)
             parts = [self._what(graph, breakdown, unknown)]
             parts.append(self._bound(result, breakdown))
@@ -48,7 +48,7 @@ class UnknownActivationSize(Rule):
             if flags:
                 parts.append(f"Pass {' and '.join(flags)} with the sizes of the data the "
                              "model is fed")
-            location = (unknown[0].location if unknown and unknown[0].location else
+            location = (first.location if first is not None and first.location else
                         graph.setup.location or graph.location)
             yield self.diagnostic(
                 ctx, location, ". ".join(parts) + ".", model=graph.name,

@@ -461,7 +461,7 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
         if shape in made and not by_operation:
             made.remove(shape)
     if outer is not None:
-        outer.extend(made + as_shape_list(out))
+        outer.extend(made + shapes)
     returned, state.returned_by = state.returned_by, []
     layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else [],
                                   inner if out is not None else [], free,
