@@ -1696,3 +1696,65 @@ def test_a_conv_lstm_holds_one_steps_working_set_while_it_runs(body, plan_peak):
     names = _tensors(b)
     assert any(name.endswith("step working set") for name in names)
     assert "conv_lstm2d_1 time-major input" not in names
+
+
+BN_RELU_BLOCK = ("model = keras.Sequential([keras.Input((32, 32, 16)), "
+                 "L.Conv2D(32, 3, padding='same'), L.BatchNormalization(), L.Activation('relu'), "
+                 "L.Conv2D({filters}, 3, padding='same'), L.BatchNormalization(), "
+                 "L.Activation('relu'), {head}])")
+MAX_POOL_HEAD = "L.MaxPooling2D(), L.Flatten(), L.Dense(10)"
+MEAN_HEAD = "L.GlobalAveragePooling2D(), L.Dense(10)"
+
+
+@pytest.mark.parametrize("filters, head, plan_peak, masks", [
+    (32, MAX_POOL_HEAD, 29_806_076, 0), (64, MAX_POOL_HEAD, 50_131_324, 1),
+    (32, MEAN_HEAD, 21_096_436, 2)])
+def test_a_relu_over_batch_norm_reads_its_sign_off_a_max_pools_zeros(filters, head,
+                                                                     plan_peak, masks,
+                                                                     monkeypatch):
+    """H100 plans of two Conv2D -> BatchNormalization -> ReLU blocks at batch 32 (SGD): into
+    a max pooling, neither ReLU keeps a one-byte mask where the pooling's broadcast zero has
+    its shape (+7.0% with the masks); the first ReLU keeps one where the second block is
+    wider (64 filters); into a global mean, both keep theirs."""
+    monkeypatch.setattr(importlib.import_module("memlint.memory.estimate"), "PEAK_TENSORS",
+                        40)
+    b = estimate(graph_of(BN_RELU_BLOCK.format(filters=filters, head=head), batch=32),
+                 profile=XLA, compute_capability="9.0")
+    assert abs(b.peak - plan_peak) / plan_peak <= 0.05
+    kept = [n for n in saved_names(b) if n.endswith(" mask")]
+    assert len(kept) == masks
+
+
+ONE_BN = ("model = keras.Sequential([keras.Input((16, 16, 32)), "
+          "L.Conv2D(64, 3, padding='same'), L.BatchNormalization(), L.Activation('relu'), "
+          "L.GlobalAveragePooling2D(), L.Dense(10)])")
+
+
+def test_a_one_pass_batch_norm_backward_writes_a_product_beside_the_gradient():
+    """H100 plan of Conv2D -> BatchNormalization -> ReLU -> GlobalAveragePooling2D at batch
+    4 (1,024 rows, one pass): at the normalisation's backward the convolution's output, the
+    centred input, the output's gradient and an input-sized product are alive (-14.6%
+    without the product); at batch 32 (8,192 rows) the backward makes none."""
+    small = estimate(graph_of(ONE_BN, batch=4), profile=XLA, compute_capability="9.0")
+    assert abs(small.peak - 1_332_836) / 1_332_836 <= 0.05
+    assert (small.peak_at["phase"], small.peak_at["layer"]) == ("backward",
+                                                                "batch_normalization")
+    assert _tensors(small)["batch_normalization centered product"] == 4 * 16 * 16 * 64 * 4
+    large = estimate(graph_of(ONE_BN, batch=32), profile=XLA, compute_capability="9.0")
+    assert not any("centered" in m for m in _tensors(large))
+    torch = estimate(graph_of(ONE_BN, batch=4), profile=TORCH)
+    assert not any("centered product" in m for m in _tensors(torch))
+
+
+def test_a_chain_only_a_global_mean_reads_is_never_written_under_xla():
+    """The same model at batch 32: XLA computes the normalisation and the ReLU inside the
+    mean's reduction (no buffer of either output in the plan): the normalisation's forward
+    adds its statistics only, while the mean's input gradient keeps its full size."""
+    b = estimate(graph_of(ONE_BN, batch=32), profile=XLA, compute_capability="9.0")
+    assert _moment(b, "forward", "batch_normalization") - _moment(b, "forward", "conv2d") \
+        < 4096
+    gap_grad = 32 * 16 * 16 * 64 * 4
+    assert _tensors(b)["gradient of global_average_pooling2d's input"] == gap_grad
+    tf = estimate(graph_of(ONE_BN, batch=32), profile=TF_GRAPH)
+    assert _moment(tf, "forward", "batch_normalization") - _moment(tf, "forward", "conv2d") \
+        >= gap_grad

@@ -74,7 +74,10 @@ class BatchNormalization(LayerKind):
         keeps the centred input (``x - mean``, float32) where its column reduction over the
         batch is one pass (at most 4,096 reduced rows: measured on H100 plans, a ResNet's
         8x8 stage at batch 32 keeps it, its 16x16 stage does not; the walk resolves
-        ``"centered input"`` against the batch and the profile).  Under torch, Keras
+        ``"centered input"`` against the batch and the profile).  Its backward then writes
+        an input-sized product beside the reduction of the output's gradient, while the
+        input, the centred input and that gradient are alive (``"centered product"``; H100
+        plans of Conv2D -> BatchNormalization -> ReLU over 1,024 rows: four such buffers).  Under torch, Keras
         normalises in float32 (a 16-bit input is cast up: the cast is what the square of the
         variance keeps; the walk resolves ``"float32 input"`` to the input itself under
         float32) and scales ``x - mean`` in place (``mul_``): autograd keeps a float32 copy
@@ -86,7 +89,9 @@ class BatchNormalization(LayerKind):
             Saved("statistics", shape, "float32", needed_for="weights", per_batch=False,
                   count=2),
             Saved("centered input", tuple(input_shape), "float32", needed_for="weights",
-                  profiles=("xla",))], "torch", [
+                  profiles=("xla",)),
+            Saved("centered product", tuple(input_shape), "float32", needed_for="weights",
+                  when="backward", profiles=("xla",))], "torch", [
             Saved("float32 input", tuple(input_shape), "float32", needed_for="weights"),
             Saved("centered copy", tuple(input_shape), "float32", needed_for="weights")])
 

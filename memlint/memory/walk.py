@@ -114,6 +114,7 @@ class _Tensor:
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
     centred: bool = False  # a normalisation's output whose centred input is kept
+    recomputable: bool = False  # a normalisation's output whose input is kept (XLA)
     time_major: bool = False  # XLA: a scanned recurrence's stacked steps (time-major)
 
 
@@ -187,6 +188,7 @@ class Walk(XlaFusion):
         self.pending_slot_values: list = []
         self.step_outputs: Optional[Buffer] = None  # XLA inference: the predictions' buffer
         self.early_casts: dict = {}  # layer name -> its weights' 16-bit copy, made up front
+        self._pool_zeros: Optional[set] = None  # see XlaFusion.pool_zeros
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -528,6 +530,9 @@ class Walk(XlaFusion):
                         s.profiles and self.profile.name not in s.profiles):
                     continue
                 if s.what == "sign":
+                    if self.profile.sign == "xla" and self.sign_from_zeros(layer, ins,
+                                                                           out_shape):
+                        continue
                     s = self.resolve_sign(ins, out_shape)
                 elif s.what == "scatter zeros" and not (
                         self.profile.sign == "xla" and ins and ins[0].relu):
@@ -536,7 +541,7 @@ class Walk(XlaFusion):
                     if s.when != "saved":
                         continue  # the input is time-major already: no copy
                     s = Saved("input", needed_for=s.needed_for)
-                elif s.what == "centered input" and not (
+                elif s.what in ("centered input", "centered product") and not (
                         self.group_centred(layer, (li, ci, 0))
                         if layer.type == "GroupNormalization"
                         else self.one_pass_reduction(layer, in_shape)):
@@ -604,7 +609,12 @@ class Walk(XlaFusion):
                 label = f"{layer.name} output" + (f" {k}" if len(sizes) > 1 else "")
                 if into_step_output:
                     size = (0, 0)  # written into the step's output buffer
-                t = _Tensor(self.alloc(*(size or (0, 0)), "live", label, layer.name),
+                if len(sizes) == 1 and self.fused_into_mean(layer, kind, (li, ci, 0)):
+                    # never written: sized (its gradient is), never alive
+                    buf = Buffer(*(size or (0, 0)), "live", label, layer.name)
+                else:
+                    buf = self.alloc(*(size or (0, 0)), "live", label, layer.name)
+                t = _Tensor(buf,
                             materialized=not (self.profile.sign == "xla" and (
                                 layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
                 t.buf.library = self.library_output(kind)
@@ -615,6 +625,7 @@ class Walk(XlaFusion):
             t.activated = _writes_activation(layer)
             t.strided = self.profile.pooled_outputs_strided and _window_pooling(layer, kind)
             t.centred = "centered input" in kept_names
+            t.recomputable = 0 in kept_inputs
             t.time_major = self.time_major_output(layer, kind, ins)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
@@ -1384,7 +1395,7 @@ def _window_pooling(layer, kind) -> bool:
 
 
 def _needed(s: Saved, trains: bool, needs_dx: bool) -> bool:
-    if s.needed_for == "weights":
+    if s.needed_for in ("weights", "training"):
         return trains
     if s.needed_for == "inputs":
         return needs_dx

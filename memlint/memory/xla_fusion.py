@@ -122,16 +122,36 @@ class XlaFusion:
         """Whether every reader of the tensor ``key`` is a pooling layer, or an element-wise
         call (a normalisation, a sum) whose own output is only read by pooling layers: XLA
         fuses the element-wise work into the pooling's kernel."""
+        return self._read_through_elementwise(
+            key, depth, lambda reader, kind: kind is not None and kind.family == "pooling")
+
+    def fused_into_mean(self, layer, kind, key, depth: int = 8) -> bool:
+        """Whether XLA never writes the element-wise call's output ``key``: every reader is a
+        global average pooling, or an element-wise call whose own output is only read by
+        them, and the mean's reduction computes the chain as it reads (H100 plans of
+        Conv2D -> BatchNormalization -> ReLU -> GlobalAveragePooling2D: no buffer of the
+        normalisation's or the ReLU's output; the backward recomputes them from what the
+        normalisation keeps)."""
+        if not (self.profile.sign == "xla" and (
+                layer.type in _FUSIBLE or (kind is not None and kind.elementwise))):
+            return False
+        return self._read_through_elementwise(
+            key, depth, lambda reader, _: reader.type.startswith("GlobalAveragePooling"))
+
+    def _read_through_elementwise(self, key, depth: int, final) -> bool:
+        """Whether every reader of the tensor ``key`` is one ``final(layer, kind)`` accepts,
+        or an element-wise call whose own output only such readers read (``depth`` calls
+        deep at most)."""
         readers = self.consumers.get(key, [])
         if not readers or depth <= 0:
             return False
         for li, ci in readers:
             reader = self.graph.layers[li]
             kind = REGISTRY.get(reader.type)
-            if kind is not None and kind.family == "pooling":
+            if final(reader, kind):
                 continue
             if (reader.type in _FUSIBLE or (kind is not None and kind.elementwise)) \
-                    and self.fused_into_pooling((li, ci, 0), depth - 1):
+                    and self._read_through_elementwise((li, ci, 0), depth - 1, final):
                 continue
             return False
         return True
@@ -149,6 +169,40 @@ class XlaFusion:
     def readers(self, key: tuple) -> list:
         """The layers whose calls read the tensor ``key``."""
         return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
+
+    def pool_zeros(self) -> set:
+        """The shapes (batch first) of the inputs a ReLU writes for a max pooling: XLA
+        materialises a broadcast zero of each such shape in the forward pass (the scatter's
+        destination, shared with ``max(x, 0)``)."""
+        if self._pool_zeros is None:
+            self._pool_zeros = set()
+            for key, readers in self.consumers.items():
+                if not isinstance(key[0], int):
+                    continue
+                producer = self.graph.layers[key[0]]
+                if not _writes_relu(producer):
+                    continue
+                for li, _ in readers:
+                    reader = self.graph.layers[li]
+                    if reader.type.startswith("MaxPooling"):
+                        shapes = producer.output_shapes
+                        shape = shapes[key[1]] if key[1] < len(shapes) else None
+                        if isinstance(shape, tuple) and all(
+                                isinstance(d, int) or d is None for d in shape):
+                            self._pool_zeros.add(tuple(shape[1:]))
+        return self._pool_zeros
+
+    def sign_from_zeros(self, layer, ins, out_shape) -> bool:
+        """Whether XLA reads a float32 ReLU's sign in the backward off what is kept anyway,
+        keeping no mask: the ReLU is ``max(x, 0)`` over a batch normalisation's output (which
+        the backward recomputes from the normalisation's kept input and statistics) and a
+        max pooling's broadcast zero of the ReLU's shape is materialised (H100 plans of
+        Conv2D -> BatchNormalization -> ReLU blocks into MaxPooling2D: no mask for a ReLU of
+        the pooled shape, a one-byte mask for one of another shape)."""
+        return (self.train and self.compute_bytes == 4 and bool(ins)
+                and ins[0].producer == "BatchNormalization" and ins[0].recomputable
+                and _writes_relu(layer) and isinstance(out_shape, tuple)
+                and tuple(out_shape[1:]) in self.pool_zeros())
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
