@@ -1746,15 +1746,27 @@ def test_a_one_pass_batch_norm_backward_writes_a_product_beside_the_gradient():
     assert not any("centered product" in m for m in _tensors(torch))
 
 
-def test_a_chain_only_a_global_mean_reads_is_never_written_under_xla():
-    """The same model at batch 32: XLA computes the normalisation and the ReLU inside the
-    mean's reduction (no buffer of either output in the plan): the normalisation's forward
-    adds its statistics only, while the mean's input gradient keeps its full size."""
-    b = estimate(graph_of(ONE_BN, batch=32), profile=XLA, compute_capability="9.0")
-    assert _moment(b, "forward", "batch_normalization") - _moment(b, "forward", "conv2d") \
-        < 4096
-    gap_grad = 32 * 16 * 16 * 64 * 4
-    assert _tensors(b)["gradient of global_average_pooling2d's input"] == gap_grad
-    tf = estimate(graph_of(ONE_BN, batch=32), profile=TF_GRAPH)
-    assert _moment(tf, "forward", "batch_normalization") - _moment(tf, "forward", "conv2d") \
-        >= gap_grad
+TWO_BRANCHES = ("i = keras.Input((32, 32, 3))\n"
+                "x = L.Conv2D(16, 3, padding='same', activation='relu')(i)\n"
+                "m = L.Add()([L.Conv2D(16, 3, padding='same')(x), L.Conv2D(16, 1)(x)])\n"
+                "y = L.MaxPooling2D()(L.BatchNormalization()(L.Concatenate()([m, x])))\n"
+                "model = keras.Model(i, L.Dense(10)(L.GlobalAveragePooling2D()(y)))")
+
+
+def test_outside_training_a_chain_only_a_max_pooling_reads_is_computed_in_its_kernel():
+    """H100 predict plan (batch 32) of two convolution branches added, concatenated with
+    their input, batch-normalised and max-pooled: one ``reduce_window`` fusion reads the
+    convolutions' outputs, and neither the concatenation nor the normalisation is written
+    (peak 6,709,792 bytes; +31.1% with both written).  What the pooling's kernel reads
+    stays until it has run: the first convolution's output and the sum, written over the
+    second's."""
+    b = estimate(graph_of(TWO_BRANCHES, batch=32, mode="infer"), profile=XLA,
+                 compute_capability="9.0")
+    assert abs(b.peak - 6_709_792) / 6_709_792 <= 0.05
+    conv = 32 * 32 * 32 * 16 * 4
+    pooled = 32 * 16 * 16 * 32 * 4
+    assert _moment(b, "forward", "max_pooling2d") >= 2 * conv + pooled
+    assert _moment(b, "forward", "batch_normalization") < 2 * conv + pooled
+    train = estimate(graph_of(TWO_BRANCHES, batch=32), profile=XLA, compute_capability="9.0")
+    # in training the concatenation is written (the pooling keeps its input)
+    assert _moment(train, "forward", "concatenate") >= _moment(train, "forward", "add") + conv

@@ -115,6 +115,7 @@ class _Tensor:
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
     centred: bool = False  # a normalisation's output whose centred input is kept
     recomputable: bool = False  # a normalisation's output whose input is kept (XLA)
+    sources: Optional[list] = None  # XLA: never written, computed by its reader from these
     time_major: bool = False  # XLA: a scanned recurrence's stacked steps (time-major)
 
 
@@ -594,6 +595,12 @@ class Walk(XlaFusion):
             and not (ins[0].strided and layer.type in _RESHAPES)
         reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
                                                      (li, ci, 0))
+        # computed inside the kernel that reads it, unless written over a dying input
+        never_written = len(sizes) == 1 and not view and (
+            reuse is None or reuse.sources is not None) and self.fused_into_window(
+                layer, kind, (li, ci, 0))
+        if never_written:
+            reuse = None
         outputs = []
         for k, size in enumerate(sizes):
             is_output = self.is_output(layer, li, ci, k)
@@ -609,12 +616,17 @@ class Walk(XlaFusion):
                 label = f"{layer.name} output" + (f" {k}" if len(sizes) > 1 else "")
                 if into_step_output:
                     size = (0, 0)  # written into the step's output buffer
-                if len(sizes) == 1 and self.fused_into_mean(layer, kind, (li, ci, 0)):
-                    # never written: sized (its gradient is), never alive
+                sources = None
+                if never_written:
+                    # never written: sized (its gradient is), never alive; what it is
+                    # computed from stays until its reader has run
                     buf = Buffer(*(size or (0, 0)), "live", label, layer.name)
+                    sources = [i for i in ins if not i.freed]
+                    for source in sources:
+                        source.uses += 1
                 else:
                     buf = self.alloc(*(size or (0, 0)), "live", label, layer.name)
-                t = _Tensor(buf,
+                t = _Tensor(buf, sources=sources,
                             materialized=not (self.profile.sign == "xla" and (
                                 layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
                 t.buf.library = self.library_output(kind)
@@ -945,6 +957,9 @@ class Walk(XlaFusion):
                 and not t.freed:
             t.freed = True
             self.release(t.buf)
+            for source in t.sources or ():
+                source.uses -= 1
+                self.maybe_free(source)
 
     # ------------------------------------------------------------------ backward
 

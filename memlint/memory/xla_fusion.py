@@ -120,28 +120,32 @@ class XlaFusion:
 
     def fused_into_pooling(self, key, depth: int) -> bool:
         """Whether every reader of the tensor ``key`` is a pooling layer, or an element-wise
-        call (a normalisation, a sum) whose own output is only read by pooling layers: XLA
-        fuses the element-wise work into the pooling's kernel."""
+        call (a normalisation, a sum) or a concatenation whose own output is only read by
+        pooling layers: XLA fuses the element-wise work into the pooling's kernel."""
         return self._read_through_elementwise(
             key, depth, lambda reader, kind: kind is not None and kind.family == "pooling")
 
-    def fused_into_mean(self, layer, kind, key, depth: int = 8) -> bool:
-        """Whether XLA never writes the element-wise call's output ``key``: every reader is a
-        global average pooling, or an element-wise call whose own output is only read by
-        them, and the mean's reduction computes the chain as it reads (H100 plans of
-        Conv2D -> BatchNormalization -> ReLU -> GlobalAveragePooling2D: no buffer of the
-        normalisation's or the ReLU's output; the backward recomputes them from what the
-        normalisation keeps)."""
-        if not (self.profile.sign == "xla" and (
-                layer.type in _FUSIBLE or (kind is not None and kind.elementwise))):
+    def fused_into_window(self, layer, kind, key, depth: int = 8) -> bool:
+        """Whether XLA never writes the output ``key`` of an element-wise call or a
+        concatenation outside training: every reader is a window pooling (max or average),
+        or such a call whose own output only they read, and the pooling's kernel computes
+        the chain as it reads its windows (the H100 predict plan of two convolution branches
+        added, concatenated, normalised and max-pooled: one ``reduce_window`` fusion reads
+        the convolutions' outputs; +31.1% -> -0.1%).  A global pooling's reduction does not
+        (H100 plans of Conv2D -> BatchNormalization -> ReLU -> GlobalAveragePooling2D: the
+        ReLU's output is written, in training and outside it)."""
+        if self.train or not (self.profile.sign == "xla" and (
+                layer.type in _FUSIBLE or layer.type == "Concatenate"
+                or (kind is not None and kind.elementwise))):
             return False
         return self._read_through_elementwise(
-            key, depth, lambda reader, _: reader.type.startswith("GlobalAveragePooling"))
+            key, depth, lambda reader, k: k is not None and k.family == "pooling"
+            and not reader.type.startswith("Global"))
 
     def _read_through_elementwise(self, key, depth: int, final) -> bool:
         """Whether every reader of the tensor ``key`` is one ``final(layer, kind)`` accepts,
-        or an element-wise call whose own output only such readers read (``depth`` calls
-        deep at most)."""
+        or an element-wise call or a concatenation (XLA fuses both into their reader) whose
+        own output only such readers read (``depth`` calls deep at most)."""
         readers = self.consumers.get(key, [])
         if not readers or depth <= 0:
             return False
@@ -150,7 +154,8 @@ class XlaFusion:
             kind = REGISTRY.get(reader.type)
             if final(reader, kind):
                 continue
-            if (reader.type in _FUSIBLE or (kind is not None and kind.elementwise)) \
+            if (reader.type in _FUSIBLE or reader.type == "Concatenate"
+                    or (kind is not None and kind.elementwise)) \
                     and self._read_through_elementwise((li, ci, 0), depth - 1, final):
                 continue
             return False
