@@ -77,12 +77,12 @@ class BatchNormalization(LayerKind):
         ``"centered input"`` against the batch and the profile).  Its backward then writes
         an input-sized product beside the reduction of the output's gradient, while the
         input, the centred input and that gradient are alive (``"centered product"``; H100
-        plans of Conv2D -> BatchNormalization -> ReLU over 1,024 rows: four such buffers).  Under torch, Keras
-        normalises in float32 (a 16-bit input is cast up: the cast is what the square of the
-        variance keeps; the walk resolves ``"float32 input"`` to the input itself under
-        float32) and scales ``x - mean`` in place (``mul_``): autograd keeps a float32 copy
-        of it from before (``centered copy``).  A frozen BatchNormalization runs in
-        inference mode, a fixed affine map: it keeps nothing."""
+        plans of Conv2D -> BatchNormalization -> ReLU over 1,024 rows: four such buffers).
+        Under torch, Keras normalises in float32 (a 16-bit input is cast up: the cast is
+        what the square of the variance keeps; the walk resolves ``"float32 input"`` to the
+        input itself under float32) and scales ``x - mean`` in place (``mul_``): autograd
+        keeps a float32 copy of it from before (``centered copy``).  A frozen
+        BatchNormalization runs in inference mode, a fixed affine map: it keeps nothing."""
         shape = (_axis_dim(input_shape, config["axis"], self.name),)
         return instead_of_input([
             Saved("input", needed_for="weights"),

@@ -114,7 +114,7 @@ class _Tensor:
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
     centred: bool = False  # a normalisation's output whose centred input is kept
-    recomputable: bool = False  # a normalisation's output whose input is kept (XLA)
+    recomputable: bool = False  # the call that made it keeps its first input
     sources: Optional[list] = None  # XLA: never written, computed by its reader from these
     time_major: bool = False  # XLA: a scanned recurrence's stacked steps (time-major)
 
@@ -189,7 +189,6 @@ class Walk(XlaFusion):
         self.pending_slot_values: list = []
         self.step_outputs: Optional[Buffer] = None  # XLA inference: the predictions' buffer
         self.early_casts: dict = {}  # layer name -> its weights' 16-bit copy, made up front
-        self._pool_zeros: Optional[set] = None  # see XlaFusion.pool_zeros
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -531,8 +530,7 @@ class Walk(XlaFusion):
                         s.profiles and self.profile.name not in s.profiles):
                     continue
                 if s.what == "sign":
-                    if self.profile.sign == "xla" and self.sign_from_zeros(layer, ins,
-                                                                           out_shape):
+                    if self.sign_from_zeros(layer, ins, out_shape):
                         continue
                     s = self.resolve_sign(ins, out_shape)
                 elif s.what == "scatter zeros" and not (
@@ -1410,7 +1408,7 @@ def _window_pooling(layer, kind) -> bool:
 
 
 def _needed(s: Saved, trains: bool, needs_dx: bool) -> bool:
-    if s.needed_for in ("weights", "training"):
+    if s.needed_for == "weights":
         return trains
     if s.needed_for == "inputs":
         return needs_dx

@@ -8,6 +8,7 @@ mixin of :class:`memlint.memory.walk.Walk`, which allocates and frees what they 
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 from memlint.layers.base import REGISTRY, Saved
@@ -183,27 +184,23 @@ class XlaFusion:
         """The layers whose calls read the tensor ``key``."""
         return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
 
-    def pool_zeros(self) -> set:
+    @cached_property
+    def pool_zeros(self) -> frozenset:
         """The shapes (batch first) of the inputs a ReLU writes for a max pooling: XLA
         materialises a broadcast zero of each such shape in the forward pass (the scatter's
         destination, shared with ``max(x, 0)``)."""
-        if self._pool_zeros is None:
-            self._pool_zeros = set()
-            for key, readers in self.consumers.items():
-                if not isinstance(key[0], int):
-                    continue
-                producer = self.graph.layers[key[0]]
-                if not _writes_relu(producer):
-                    continue
-                for li, _ in readers:
-                    reader = self.graph.layers[li]
-                    if reader.type.startswith("MaxPooling"):
-                        shapes = producer.output_shapes
-                        shape = shapes[key[1]] if key[1] < len(shapes) else None
-                        if isinstance(shape, tuple) and all(
-                                isinstance(d, int) or d is None for d in shape):
-                            self._pool_zeros.add(tuple(shape[1:]))
-        return self._pool_zeros
+        shapes = set()
+        for key in self.consumers:
+            if not isinstance(key[0], int):
+                continue
+            producer = self.graph.layers[key[0]]
+            outputs = producer.output_shapes
+            shape = outputs[key[1]] if key[1] < len(outputs) else None
+            if _writes_relu(producer) and isinstance(shape, tuple) and all(
+                    d is None or isinstance(d, int) for d in shape) and any(
+                    reader.type.startswith("MaxPooling") for reader in self.readers(key)):
+                shapes.add(tuple(shape[1:]))
+        return frozenset(shapes)
 
     def sign_from_zeros(self, layer, ins, out_shape) -> bool:
         """Whether XLA reads a float32 ReLU's sign in the backward off what is kept anyway,
@@ -212,10 +209,11 @@ class XlaFusion:
         max pooling's broadcast zero of the ReLU's shape is materialised (H100 plans of
         Conv2D -> BatchNormalization -> ReLU blocks into MaxPooling2D: no mask for a ReLU of
         the pooled shape, a one-byte mask for one of another shape)."""
-        return (self.train and self.compute_bytes == 4 and bool(ins)
+        return (self.profile.sign == "xla" and self.train and self.compute_bytes == 4
+                and bool(ins)
                 and ins[0].producer == "BatchNormalization" and ins[0].recomputable
                 and _writes_relu(layer) and isinstance(out_shape, tuple)
-                and tuple(out_shape[1:]) in self.pool_zeros())
+                and tuple(out_shape[1:]) in self.pool_zeros)
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
