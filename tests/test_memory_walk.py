@@ -893,9 +893,9 @@ def test_a_single_filter_transposed_convolution_keeps_a_batch_minor_copy_for_its
     Conv2DTranspose(1, 3, strides=2): the forward runs over the padded zero-dilated input
     f32[32, 30, 30, 8]; the kernel's gradient reads a batch-minor copy of the input dilated
     by the strides, f32[8, 27, 27, 32].  On 100 input features XLA makes the copy in the
-    forward (both alive at its end: memlint +5%); on 32 it makes it in the backward, just
-    before the kernel's gradient (memlint, which counts it from the forward, +48%: over,
-    never under); tf-graph keeps the input itself."""
+    forward (both alive at its end: memlint exact, the Dense's ReLU output unwritten); on 32 it makes it in the backward, just
+    before the kernel's gradient (memlint, which counts it from the forward, +38%: over,
+    never under beyond the allocator's rounding); tf-graph keeps the input itself."""
     body = (f"model = keras.Sequential([keras.Input(({features},)), "
             "L.Dense(1568, activation='relu'), L.Reshape((14, 14, 8)), "
             "L.Conv2DTranspose(1, 3, strides=2, padding='same', activation='sigmoid')])")
@@ -905,7 +905,7 @@ def test_a_single_filter_transposed_convolution_keeps_a_batch_minor_copy_for_its
     assert kept["conv2d_transpose batch-minor input"] == 32 * 27 * 27 * 8 * 4
     assert kept["conv2d_transpose dilated input"] == 32 * 30 * 30 * 8 * 4
     error = (xla.peak - plan_peak) / plan_peak
-    assert 0 <= error <= (0.1 if schedule == "copy in the forward" else 0.5)
+    assert -0.001 <= error <= (0.01 if schedule == "copy in the forward" else 0.4)
     later = [m["bytes"] for m in xla.timeline if m["phase"] == "backward"]
     assert max(later) < xla.peak  # the padded copy is the forward's only
     tf = estimate(graph, profile=TF_GRAPH)
@@ -1781,3 +1781,34 @@ def test_outside_training_a_chain_only_a_max_pooling_reads_is_computed_in_its_ke
     train = estimate(graph_of(TWO_BRANCHES, batch=32), profile=XLA, compute_capability="9.0")
     # in training the concatenation is written (the pooling keeps its input)
     assert _moment(train, "forward", "concatenate") >= _moment(train, "forward", "add") + conv
+
+
+CONV_INTO_DENSE = ("model = keras.Sequential([keras.Input((28, 28, 1)), "
+                   "L.Conv2D(8, 3, strides=2, padding='same', activation='relu'), "
+                   "L.Flatten(), L.Dense(32)])")
+RELU_MLP = ("model = keras.Sequential([keras.Input((784,)), "
+            "L.Dense(512, activation='relu'), L.Dense(512, activation='relu'), L.Dense(10)])")
+
+
+DENSE_INTO_UPSAMPLING = ("model = keras.Sequential([keras.Input((128,)), "
+                         "L.Dense(1568, activation='relu'), L.Reshape((14, 14, 8)), "
+                         "L.Conv2DTranspose(1, 3, strides=2, padding='same', "
+                         "activation='sigmoid')])")
+
+
+@pytest.mark.parametrize("body, batch, optimizer, capability, plan_peak, tolerance", [
+    (CONV_INTO_DENSE, 32, "sgd", "9.0", 1_090_868, 0.10),
+    (CONV_INTO_DENSE, 32, "sgd", "7.5", 5_216_308, 0.05),
+    (RELU_MLP, 256, "sgd", "9.0", 7_706_796, 0.05),
+    (DENSE_INTO_UPSAMPLING, 32, "adam", "9.0", 4_517_552, 0.02)])
+def test_a_relu_only_fusions_read_is_applied_as_they_read_it_on_ampere_and_later(
+        body, batch, optimizer, capability, plan_peak, tolerance):
+    """H100 plans of Conv2D(relu) -> Flatten -> Dense at batch 32 and of a 784-512-512-10
+    ReLU MLP at batch 256 (SGD): the Triton GEMM fusions apply ``max(x, 0)`` to the kept
+    pre-activation as they read it, and no ReLU output is written (+26.3% on the first
+    with it); the T4's cuBLAS products read a written one (exact with it).  So do the
+    zero-dilated and batch-minor copies a one-filter strided Conv2DTranspose reads (H100,
+    Adam: +4.4% with the Dense's ReLU output written)."""
+    b = estimate(graph_of(body, batch=batch, optimizer=optimizer), profile=XLA,
+                 compute_capability=capability)
+    assert abs(b.peak - plan_peak) / plan_peak <= tolerance

@@ -594,6 +594,15 @@ class Walk(XlaFusion):
         reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
                                                      (li, ci, 0))
         # computed inside the kernel that reads it, unless written over a dying input
+        # the products that read the output apply the function to the pre-activation:
+        # the kernel's result is the only buffer, kept as the output
+        if len(sizes) == 1 and "sign preactivation" in kept_names \
+                and self.activation_in_product(layer, (li, ci, 0)):
+            specs = [Saved("output", needed_for=s.needed_for)
+                     if s.what == "sign preactivation" else s for s in specs]
+            output_label = f"{layer.name} pre-activation"
+        else:
+            output_label = None
         never_written = len(sizes) == 1 and not view and (
             reuse is None or reuse.sources is not None) and self.fused_into_window(
                 layer, kind, (li, ci, 0))
@@ -611,7 +620,8 @@ class Walk(XlaFusion):
                 self.ref(reuse.buf)
                 t = _Tensor(reuse.buf, materialized=reuse.materialized)
             else:
-                label = f"{layer.name} output" + (f" {k}" if len(sizes) > 1 else "")
+                label = output_label or f"{layer.name} output" + (
+                    f" {k}" if len(sizes) > 1 else "")
                 if into_step_output:
                     size = (0, 0)  # written into the step's output buffer
                 sources = None

@@ -45,6 +45,17 @@ def _writes_relu(layer) -> bool:
     return config.get("activation") == "relu"
 
 
+def _dilates_in_a_fusion(layer) -> bool:
+    """Whether XLA reads a call's input only in element-wise fusions: a strided transposed
+    convolution with one filter convolves a zero-dilated copy of its input, and its kernel's
+    gradient reads a batch-minor copy (``Conv2DTranspose.saved``)."""
+    config = layer.config or {}
+    strides = config.get("strides")
+    return layer.type.endswith("Transpose") and layer.type.startswith("Conv") \
+        and config.get("filters") == 1 and isinstance(strides, (list, tuple)) \
+        and any(isinstance(s, int) and s > 1 for s in strides)
+
+
 # XLA's GPU rewriter leaves a product whose two operands hold fewer elements than this to its
 # own loop emitters (xla_gpu_gemm_rewrite_size_threshold's default), and reduces a product of a
 # matrix and a vector (a side of size one) of fewer than MATVEC_LIMIT elements to a reduction.
@@ -168,6 +179,35 @@ class XlaFusion:
                     and self._read_through_elementwise((li, ci, 0), depth - 1, final):
                 continue
             return False
+        return True
+
+    def activation_in_product(self, layer, key) -> bool:
+        """Whether XLA never writes the output ``key`` of a layer's own ``activation="relu"``
+        in training: on a GPU whose products are Triton GEMM fusions (Ampere and later),
+        every reader is a Dense layer (through reshapes), whose fusion applies the function
+        to the kept pre-activation as it reads its operand, in the forward product and in
+        the kernel's gradient (H100 plans of Dense(512, relu) -> Dense(512, relu) ->
+        Dense(10) and of Conv2D(relu) -> Flatten -> Dense: only the products' results are
+        alive; the T4's cuBLAS calls read a written ``max(x, 0)``)."""
+        if not (self.profile.sign == "xla" and self.train and not self.gemm_workspace) \
+                or layer.type in ("ReLU", "Activation") or not _writes_relu(layer):
+            return False
+        return self._all_readers(key, lambda reader: reader.type == "Dense"
+                                 or _dilates_in_a_fusion(reader))
+
+    def _all_readers(self, key, accept, depth: int = 8) -> bool:
+        """Whether every call reading the tensor ``key``, or reading a reshape of it (views,
+        ``depth`` deep at most), is one ``accept(layer)`` takes."""
+        readers = self.consumers.get(key, [])
+        if not readers or depth <= 0:
+            return False
+        for li, ci in readers:
+            reader = self.graph.layers[li]
+            if reader.type in ("Flatten", "Reshape"):
+                if not self._all_readers((li, ci, 0), accept, depth - 1):
+                    return False
+            elif not accept(reader):
+                return False
         return True
 
     def recomputed_sum(self, layer, ins, key: tuple) -> bool:
