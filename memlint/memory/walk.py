@@ -604,7 +604,7 @@ class Walk(XlaFusion):
         else:
             output_label = None
         never_written = len(sizes) == 1 and not view and (
-            reuse is None or reuse.sources is not None) and self.fused_into_window(
+            reuse is None or reuse.sources is not None) and self.fused_into_reader(
                 layer, kind, (li, ci, 0))
         if never_written:
             reuse = None

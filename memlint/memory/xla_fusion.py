@@ -63,6 +63,14 @@ GEMM_REWRITE_MIN = 100
 MATVEC_LIMIT = 10_000_000
 
 
+# On a device XLA's autotuner may give a large product to cuBLAS, which reads a written
+# operand: the H200 plan of an MLP's predict step at batch 8192 writes the rescaled input
+# (25.7 MB) that deviceless plans fuse into the first product; at batch 32 the device's plans
+# of MLPs equal the deviceless ones.  Products of up to this many rows are taken to stay Triton
+# fusions (a bound between the two measured sizes, itself not measured).
+TRITON_PROLOGUE_ROWS = 1024
+
+
 def _units(layer) -> Optional[int]:
     """The output width of a layer's matrix product: its 2-D kernel's last axis."""
     return next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
@@ -141,20 +149,29 @@ class XlaFusion:
         return self._read_through_elementwise(
             key, depth, lambda reader, kind: kind is not None and kind.family == "pooling")
 
-    def fused_into_window(self, layer, kind, key, depth: int = 8) -> bool:
+    def fused_into_reader(self, layer, kind, key, depth: int = 8) -> bool:
         """Whether XLA never writes the output ``key`` of an element-wise call or a
-        concatenation outside training: every reader is a window pooling (max or average),
-        or such a call whose own output only they read, and the pooling's kernel computes
-        the chain as it reads its windows (the H100 predict plan of two convolution branches
-        added, concatenated, normalised and max-pooled: one ``reduce_window`` fusion reads
-        the convolutions' outputs; +31.1% -> -0.1%).  A global pooling's reduction does not
-        (H100 plans of Conv2D -> BatchNormalization -> ReLU -> GlobalAveragePooling2D: the
-        ReLU's output is written, in training and outside it)."""
+        concatenation outside training, its readers computing it as they read it: every
+        reader is a window pooling (max or average) or a Dense product XLA emits itself (a
+        Triton GEMM on Ampere and later, or a matrix-vector reduction), or such a call
+        whose own output only they read.  H100 predict plans: two convolution branches
+        added, concatenated, normalised and max-pooled (one ``reduce_window`` fusion reads
+        the convolutions' outputs; +31.1% -> -0.1%); Dense(relu) pairs merged by add,
+        subtract, multiply, average and maximum, concatenated into Dense(1) (one reduction
+        fusion reads the two products; +188.7% -> +1.1%).  A global pooling's reduction
+        does not (H100 plans of Conv2D -> BatchNormalization -> ReLU ->
+        GlobalAveragePooling2D: the ReLU's output is written, in training and outside it);
+        nor does the T4, whose products are cuBLAS calls.  In training the products'
+        readers are not followed (Dense layers between PReLU, tanh, LeakyReLU and ELU
+        layers at batch 32: -12.6% -> -30.7% with them)."""
         if self.train or not (self.profile.sign == "xla" and (
                 layer.type in _FUSIBLE or layer.type == "Concatenate"
                 or (kind is not None and kind.elementwise))):
             return False
-        return self.fused_into_window_pooling(key, depth)
+        return self._read_through_elementwise(
+            key, depth, lambda reader, k: (k is not None and k.family == "pooling"
+                                           and not reader.type.startswith("Global"))
+            or self.product_reads_fused(reader))
 
     def fused_into_window_pooling(self, key, depth: int = 8) -> bool:
         """:meth:`fused_into_pooling` for window poolings (max or average) only."""
@@ -192,8 +209,23 @@ class XlaFusion:
         if not (self.profile.sign == "xla" and self.train and not self.gemm_workspace) \
                 or layer.type in ("ReLU", "Activation") or not _writes_relu(layer):
             return False
-        return self._all_readers(key, lambda reader: reader.type == "Dense"
+        return self._all_readers(key, lambda reader: self.product_reads_fused(reader)
                                  or _dilates_in_a_fusion(reader))
+
+    def product_reads_fused(self, layer) -> bool:
+        """Whether ``layer`` is a Dense whose product XLA emits as a fusion that computes an
+        element-wise producer of its operand as it reads it: a Triton GEMM on Ampere and
+        later, for at most ``TRITON_PROLOGUE_ROWS`` rows, or a product XLA reduces itself
+        (``_not_a_gemm``)."""
+        if layer.type != "Dense" or self.gemm_workspace:
+            return False
+        shape = layer.input_shapes[0] if layer.input_shapes else None
+        if not isinstance(shape, tuple) or not shape \
+                or not all(isinstance(d, int) for d in shape[1:]):
+            return False
+        rows, units = self.product_rows(shape), _units(layer)
+        return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
+                                                                       units))
 
     def _all_readers(self, key, accept, depth: int = 8) -> bool:
         """Whether every call reading the tensor ``key``, or reading a reshape of it (views,
