@@ -152,10 +152,11 @@ class LayerKind:
         (``LayerNode.inner_shapes``); :meth:`saved` is the memory model's finer account."""
         return []
 
-    def not_modelled(self, config: dict, profile: str):
-        """What a GPU library holds for one call of this layer under ``profile`` that the
-        memory model does not count (a sentence), or None.  A model with such a layer gets no
-        "fits" verdict: the estimate is a lower bound there."""
+    def not_modelled(self, config: dict, profile: Optional[str]):
+        """What one call of this layer holds that the memory model does not count (a
+        sentence), or None: a GPU library's memory under ``profile`` (None where Keras takes
+        no GPU code path), or what the layer runs untraced.  A model with such a layer gets
+        no "fits" verdict: the estimate is a lower bound there."""
         return None
 
     def saved(self, config: dict, input_shape, output_shape) -> list:

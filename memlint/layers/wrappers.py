@@ -99,6 +99,13 @@ class TimeDistributed(LayerKind):
         saved = nested_call(inner, "saved_tensors", step)
         return [(s[0], input_shape[1], *s[1:]) for s in saved]
 
+    def not_modelled(self, config, profile):
+        """A layer class of the file as the inner layer: its ``call()`` is not traced."""
+        found = config["layer"].get("object") if isinstance(config.get("layer"), dict) \
+            else None
+        untraced = getattr(found, "untraced", None)
+        return untraced() if untraced is not None else None
+
     @staticmethod
     def _step_gradients(input_shape) -> list:
         """With a static time axis Keras runs the inner layer on each step's slice of the

@@ -207,8 +207,10 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
                              batch_known=batch_is_known(setup),
                              profile=profile.name if profile is not None else None)
     result.unknown_activations = first.unknown
-    if gpu_code_paths and profile is not None:
-        result.not_modelled = not_modelled(walked, profile.name)
+    # a GPU library's own memory where Keras takes its GPU code paths; what a layer runs that
+    # the walk does not trace, everywhere
+    result.not_modelled = not_modelled(
+        walked, profile.name if gpu_code_paths and profile is not None else None)
     result.timeline = first.timeline
     result.curve = _frontier(first.curve)
     result.per_sample_bytes, result.fixed_bytes = first.peak_linear
@@ -252,9 +254,10 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     return result
 
 
-def not_modelled(graph: ModelGraph, profile: str) -> list:
-    """(layer name, what) for each layer whose GPU library memory the model does not count
-    under ``profile`` (each kind says: LayerKind.not_modelled)."""
+def not_modelled(graph: ModelGraph, profile: Optional[str]) -> list:
+    """(layer name, what) for each layer holding memory the model does not count: a GPU
+    library's under ``profile`` (None where Keras takes no GPU code path), or what the layer
+    runs untraced (each kind says: LayerKind.not_modelled)."""
     from memlint.layers.base import REGISTRY
 
     out = []

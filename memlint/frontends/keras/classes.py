@@ -701,6 +701,16 @@ class WrappedInner:
     def saved_tensors(self, shape):
         return list(self._trace(shape)[1])
 
+    def untraced(self) -> Optional[str]:
+        """What the wrapper runs that memlint does not trace (a sentence), or None: a layer
+        class's ``call()``, which Keras runs on every step while the shapes come from
+        ``compute_output_shape()``."""
+        if not isinstance(self.value, ClassObject) or "call" not in self.value.cls.methods:
+            return None
+        return (f"it runs {self.class_name}.call() on every step, which memlint does not "
+                "trace (Keras takes the step's shape from compute_output_shape()): the "
+                "tensors that call makes are not counted")
+
 
 def _wrapped_inner(value: Any) -> Optional[WrappedInner]:
     if isinstance(value, ClassLayer):
