@@ -366,6 +366,13 @@ def _cell_state_size(cell: dict):
     return REGISTRY[cell["class_name"]].state_size(cell["config"])
 
 
+def _flat_sizes(size) -> list:
+    """The integers of a (nested) cell state size."""
+    if isinstance(size, (list, tuple)):
+        return [n for entry in size for n in _flat_sizes(entry)]
+    return [size] if isinstance(size, int) else []
+
+
 def _cell_output_size(cell: dict) -> int:
     return REGISTRY[cell["class_name"]].output_size(cell["config"])
 
@@ -475,7 +482,24 @@ class RNN(LayerKind):
         return _cell_weights(config["cell"], step)
 
     def saved(self, config, input_shape, output_shape):
-        return _cell_saved(config["cell"], tuple(input_shape))
+        """The cells' buffers, and while the loop runs (inference too) under XLA a
+        time-major copy of the input (none of another recurrence's sequence: it is
+        time-major already) and, where only the last step is returned, every step's output
+        stacked (the H100 predict plan of two RNN(StackedRNNCells of three LSTMCells), batch
+        32, 12 steps: ``f32[12, 32, 6]`` for the data beside the first loop's
+        ``f32[12, 32, 12]`` outputs, which the second loop reads as they are, beside its own
+        ``f32[12, 32, 6]``), and the loop's states (there six ``f32[32, 12]``)."""
+        shape = tuple(input_shape)
+        out = _cell_saved(config["cell"], shape)
+        if len(shape) == 3:
+            out.append(Saved("time-major input", shape, when="forward", profiles=NOT_TORCH))
+            units = sum(_flat_sizes(_cell_state_size(config["cell"])))
+            out.append(Saved("loop states", (shape[0], units), when="forward",
+                             profiles=NOT_TORCH))
+            if not config["return_sequences"]:
+                steps = (shape[0], shape[1], _cell_output_size(config["cell"]))
+                out.append(Saved("steps' outputs", steps, when="forward", profiles=NOT_TORCH))
+        return out
 
 
 # ---------------------------------------------------------------- Bidirectional

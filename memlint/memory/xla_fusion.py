@@ -98,14 +98,16 @@ class XlaFusion:
             and t.uses == 1 and t.holds == 0 and not t.output
 
     def time_major_output(self, layer, kind, ins: list) -> bool:
-        """Whether a call's output is a convolutional recurrence's stacked steps, time-major
-        under XLA (the transpose back to batch-major and the next recurrence's transpose
-        cancel), or an element-wise function of such a tensor: the next ConvLSTM makes no
-        time-major copy of it (H100 predict plans of ConvLSTM2D -> [BatchNormalization ->]
-        ConvLSTM2D: two sequence-sized buffers while the second runs, not three)."""
+        """Whether a call's output is a convolutional recurrence's or a generic RNN's stacked
+        steps, time-major under XLA (the transpose back to batch-major and the next
+        recurrence's transpose cancel), or an element-wise function of such a tensor: the
+        next recurrence makes no time-major copy of it (H100 predict plans of ConvLSTM2D ->
+        [BatchNormalization ->] ConvLSTM2D: two sequence-sized buffers while the second
+        runs, not three; of RNN(StackedRNNCells) -> RNN(StackedRNNCells): the first loop's
+        ``f32[12, 32, 12]`` outputs are the second's input)."""
         if self.profile.sign != "xla":
             return False
-        if layer.type.startswith("ConvLSTM"):
+        if layer.type.startswith("ConvLSTM") or layer.type == "RNN":
             return bool((layer.config or {}).get("return_sequences"))
         passes = layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
         return passes and len(ins) == 1 and ins[0].time_major
