@@ -593,9 +593,8 @@ class Walk(XlaFusion):
             and not (ins[0].strided and layer.type in _RESHAPES)
         reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
                                                      (li, ci, 0))
-        # computed inside the kernel that reads it, unless written over a dying input
-        # the products that read the output apply the function to the pre-activation:
-        # the kernel's result is the only buffer, kept as the output
+        # the fusions that read the output apply the function to the pre-activation: the
+        # kernel's result is the only buffer, kept as the output
         if len(sizes) == 1 and "sign preactivation" in kept_names \
                 and self.activation_in_product(layer, (li, ci, 0)):
             specs = [Saved("output", needed_for=s.needed_for)
@@ -603,6 +602,7 @@ class Walk(XlaFusion):
             output_label = f"{layer.name} pre-activation"
         else:
             output_label = None
+        # computed inside the kernel that reads it, unless written over a dying input
         never_written = len(sizes) == 1 and not view and (
             reuse is None or reuse.sources is not None) and self.fused_into_reader(
                 layer, kind, (li, ci, 0))

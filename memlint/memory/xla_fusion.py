@@ -202,12 +202,15 @@ class XlaFusion:
 
     def activation_in_product(self, layer, key) -> bool:
         """Whether XLA never writes the output ``key`` of a layer's own ``activation="relu"``
-        in training: on a GPU whose products are Triton GEMM fusions (Ampere and later),
-        every reader is a Dense layer (through reshapes), whose fusion applies the function
-        to the kept pre-activation as it reads its operand, in the forward product and in
-        the kernel's gradient (H100 plans of Dense(512, relu) -> Dense(512, relu) ->
-        Dense(10) and of Conv2D(relu) -> Flatten -> Dense: only the products' results are
-        alive; the T4's cuBLAS calls read a written ``max(x, 0)``)."""
+        in training, only the kernel's result (the pre-activation, kept for the backward):
+        on Ampere and later, where every reader (through reshapes) is a Dense product that
+        :meth:`product_reads_fused`, whose fusion applies the function as it reads its
+        operand in the forward product and in the kernel's gradient, or a one-filter strided
+        transposed convolution, whose zero-dilated and batch-minor copies are fusions (H100
+        plans of Dense(512, relu) -> Dense(512, relu) -> Dense(10), of Conv2D(relu) ->
+        Flatten -> Dense and of Dense(relu) -> Reshape -> Conv2DTranspose(1, strides=2):
+        only the products' results alive; the T4's cuBLAS calls read a written
+        ``max(x, 0)``)."""
         if not (self.profile.sign == "xla" and self.train and not self.gemm_workspace) \
                 or layer.type in ("ReLU", "Activation") or not _writes_relu(layer):
             return False
