@@ -5,6 +5,7 @@ device (as the oracle tier does), and store the two plans side by side.
 
     python -m harness.device_plan --out-dir $OUT/p --time-budget 300     # on the GPU machine
     python -m harness.device_plan --table data/measurements/device-plans-*.json
+    python -m harness.device_plan --refresh-memlint data/measurements/device-plans-*.json
 
 The configurations are the H100 rows of ``tests/data/gpu_plans.json`` with each fixture's own
 optimizer in float32 (train at batch 32, then predict at 32, then train at 4), so the same
@@ -114,6 +115,24 @@ def measure(rows: list, workers: int, budget: float) -> dict:
             "rows": result_rows}
 
 
+def refresh_memlint(data: dict, stored: dict) -> int:
+    """Set each row's ``memlint_peak`` to the stored oracle row's memlint side (refreshed by
+    ``python -m harness.gpu_plan --refresh-memlint``), keeping the peak memlint gave when the
+    plans were made as ``memlint_peak_at_run``.  Returns how many rows changed."""
+    today = {(r["fixture"], r["model"], r["batch"], r["mode"]): r for r in oracle_rows(stored)}
+    changed = 0
+    for row in data["rows"]:
+        now = today.get((row["fixture"], row["model"], row["batch"], row["mode"]))
+        peak = ((now or {}).get("memlint") or {}).get("peak")
+        if peak is None:
+            continue
+        row.setdefault("memlint_peak_at_run", row.get("memlint_peak"))
+        if row.get("memlint_peak") != peak:
+            row["memlint_peak"] = peak
+            changed += 1
+    return changed
+
+
 def save(data: dict, prefix: str, folder: Path) -> Path:
     """``<folder>/<prefix>-<device>-<date>.json``, without local paths."""
     path = output_path(data["meta"]["gpu"]["device"], False, folder)
@@ -173,10 +192,12 @@ def table(data: dict) -> str:
     return "\n".join(lines)
 
 
-def cli(argv, name: str, doc: str, run, render, budget: float, workers: int) -> int:
+def cli(argv, name: str, doc: str, run, render, budget: float, workers: int,
+        refresh=None) -> int:
     """The command line both GPU-side tools share: ``--table FILE`` prints a stored file's
-    table (``render``); otherwise, on a GPU, ``run(args)`` makes the data, which is saved as
-    ``<name>-<device>-<date>.json`` in ``--out-dir`` and printed."""
+    table (``render``); ``--refresh-memlint FILE`` (where ``refresh(data)`` is given) sets a
+    stored file's memlint side to today's; otherwise, on a GPU, ``run(args)`` makes the
+    data, which is saved as ``<name>-<device>-<date>.json`` in ``--out-dir`` and printed."""
     parser = argparse.ArgumentParser(prog=f"python -m harness.{name.replace('-', '_')}",
                                      description=doc.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, default=ROOT / "data" / "measurements")
@@ -184,9 +205,18 @@ def cli(argv, name: str, doc: str, run, render, budget: float, workers: int) -> 
     parser.add_argument("--workers", type=int, default=workers, help="per side")
     parser.add_argument("--limit", type=int, default=0, help="only the first N configurations")
     parser.add_argument("--table", type=Path, help="print the table of a stored file")
+    if refresh is not None:
+        parser.add_argument("--refresh-memlint", type=Path, metavar="FILE",
+                            help="set a stored file's memlint side to today's")
     args = parser.parse_args(argv)
     if args.table:
         print(render(json.loads(args.table.read_text())))
+        return 0
+    if getattr(args, "refresh_memlint", None):
+        data = json.loads(args.refresh_memlint.read_text())
+        changed = refresh(data)
+        args.refresh_memlint.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"[{name}] {args.refresh_memlint}: {changed} rows changed")
         return 0
     if not gpu_info():
         print(f"{parser.prog}: no NVIDIA GPU here (nvidia-smi found none)", file=sys.stderr)
@@ -204,7 +234,8 @@ def main(argv=None) -> int:
         return measure(rows[:args.limit] if args.limit else rows, args.workers,
                        args.time_budget)
 
-    return cli(argv, "device-plans", __doc__, run, table, budget=300, workers=4)
+    return cli(argv, "device-plans", __doc__, run, table, budget=300, workers=4,
+               refresh=lambda data: refresh_memlint(data, gpu_plan.load()))
 
 
 if __name__ == "__main__":

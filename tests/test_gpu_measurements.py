@@ -41,3 +41,21 @@ def test_torch_profile_against_measured_peaks():
     assert len(errors) >= 10
     assert statistics.median(abs(e) for e in errors) <= 0.05
     assert min(errors) >= -0.05, "memlint under the measured torch peak by more than 5%"
+
+
+def test_stored_device_plans_memlint_side_is_the_oracle_tiers():
+    # the plans XLA compiled on a GPU (harness/device_plan.py) sit beside memlint's estimate
+    # of the same stored oracle row: it must be today's, as docs/measurements.md reads it
+    from harness import device_plan, gpu_plan
+
+    files = sorted((ROOT / "data" / "measurements").glob("device-plans-*.json"))
+    assert files
+    stored = gpu_plan.load()
+    for path in files:
+        data = json.loads(path.read_text())
+        before = [row.get("memlint_peak") for row in data["rows"]]
+        changed = device_plan.refresh_memlint(data, stored)
+        assert changed == 0, (
+            f"memlint's estimate changed: python -m harness.device_plan --refresh-memlint "
+            f"{path.relative_to(ROOT)}")
+        assert [row.get("memlint_peak") for row in data["rows"]] == before
