@@ -45,6 +45,12 @@ def _writes_relu(layer) -> bool:
     return config.get("activation") == "relu"
 
 
+def _is_window_pooling(layer, kind) -> bool:
+    """A max or average pooling over windows (not a global one)."""
+    return kind is not None and kind.family == "pooling" \
+        and not layer.type.startswith("Global")
+
+
 def _dilates_in_a_fusion(layer) -> bool:
     """Whether XLA reads a call's input only in element-wise fusions: a strided transposed
     convolution with one filter convolves a zero-dilated copy of its input, and its kernel's
@@ -171,15 +177,12 @@ class XlaFusion:
                 or (kind is not None and kind.elementwise))):
             return False
         return self._read_through_elementwise(
-            key, depth, lambda reader, k: (k is not None and k.family == "pooling"
-                                           and not reader.type.startswith("Global"))
+            key, depth, lambda reader, k: _is_window_pooling(reader, k)
             or self.product_reads_fused(reader))
 
     def fused_into_window_pooling(self, key, depth: int = 8) -> bool:
         """:meth:`fused_into_pooling` for window poolings (max or average) only."""
-        return self._read_through_elementwise(
-            key, depth, lambda reader, k: k is not None and k.family == "pooling"
-            and not reader.type.startswith("Global"))
+        return self._read_through_elementwise(key, depth, _is_window_pooling)
 
     def _read_through_elementwise(self, key, depth: int, final) -> bool:
         """Whether every reader of the tensor ``key`` is one ``final(layer, kind)`` accepts,
