@@ -143,8 +143,11 @@ class Walk(XlaFusion):
 
     def __init__(self, graph: ModelGraph, setup: TrainingSetup, profile, prec: Precision,
                  batch: int, stop_at: Optional[int] = None, gemm_workspace: int = 0,
-                 upcast_bfloat16: bool = False, nchw_float32: bool = False):
+                 upcast_bfloat16: bool = False, nchw_float32: bool = False,
+                 freeing_order: bool = False):
         self.gemm_workspace = gemm_workspace
+        # calls ordered as XLA's list scheduler would (outside training, see _order)
+        self.freeing_order = freeing_order and setup.mode != "train" and profile.sign == "xla"
         # XLA lays float32 convolutions out as NCHW on this GPU (before Hopper)
         self.nchw_float32 = nchw_float32
         # float32 convolutions' kernels, and their updates, in NCHW's layout
@@ -174,6 +177,7 @@ class Walk(XlaFusion):
         self.tensors: dict = {}
         self.data: list = []
         self.pending: dict = {}
+        self.merged_calls: dict = {}  # calls run as one merged product -> their group
         self.trainable_seen = False
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
@@ -276,7 +280,8 @@ class Walk(XlaFusion):
         graph, prec = self.graph, self.prec
         layers = graph.layers
         self.by_name = {layer.name: i for i, layer in enumerate(layers)}
-        order = _order(layers, self.by_name)
+        order, self.merged_calls = _order(layers, self.by_name,
+                                          self.call_writes if self.freeing_order else None)
 
         # the state: variables, slots, the batch (and, for training, the targets)
         weights = sum(w.size * (w.itemsize or prec.variable_bytes)
@@ -619,6 +624,9 @@ class Walk(XlaFusion):
             elif reuse is not None and k == 0 and not into_step_output:
                 self.ref(reuse.buf)
                 t = _Tensor(reuse.buf, materialized=reuse.materialized)
+                if view and reuse.sources is not None:  # a view of a never-written tensor
+                    t.sources = [reuse]  # holds what that one is computed from
+                    reuse.uses += 1
             else:
                 label = output_label or f"{layer.name} output" + (
                     f" {k}" if len(sizes) > 1 else "")
@@ -858,6 +866,21 @@ class Walk(XlaFusion):
                     and self.on_this_gpu(s)]
         except Exception:  # noqa: BLE001 - saved_list reports the same kind's trouble
             return []
+
+    def call_writes(self, call: tuple) -> int:
+        """Per-sample bytes a call writes in the forward: its outputs (4 bytes an element)
+        and the scratch its kind declares for the forward."""
+        layer = self.graph.layers[call[0]]
+        kind = REGISTRY.get(layer.type)
+        out = layer.output_shapes[call[1]] if call[1] < len(layer.output_shapes) else None
+        written = sum(x or 0 for x in output_bytes(layer, out, 1, 4)) if out else 0
+        ins = layer.input_shapes[call[1]] if call[1] < len(layer.input_shapes) else None
+        if kind is None or out is None or ins is None:
+            return written
+        for s in self.forward_scratch(layer, kind, ins, out):
+            size = self.shape_size(s.shape, 4, s.per_batch)
+            written += size[0] * s.count if size else 0
+        return written
 
     def input_shape(self, layer, ci: int, ins: list):
         """The call's input shape(s) as its producers made them (a model sized by its data
@@ -1425,9 +1448,12 @@ def _needed(s: Saved, trains: bool, needs_dx: bool) -> bool:
     return trains or needs_dx
 
 
-def _order(layers: list, by_name: dict) -> list:
-    """(layer index, call) pairs in an execution order: producers before consumers, else
-    the graph's own order."""
+def _order(layers: list, by_name: dict, writes=None) -> tuple:
+    """(layer index, call) pairs in an execution order, and the calls XLA merges into one
+    product (each mapped to its group).  Without ``writes``: producers before consumers,
+    else the graph's own order, and no merged calls.  With ``writes`` (a call's per-sample
+    bytes written): the order of XLA's list scheduler (``_freeing_order``) with the calls
+    of a shared Dense layer merged (``_merged_products``)."""
     calls = []
     for li, layer in enumerate(layers):
         count = max(len(layer.inbound), len(layer.output_shapes), 1)
@@ -1444,6 +1470,15 @@ def _order(layers: list, by_name: dict) -> list:
             if (lj, call) not in deps[(li, ci)]:
                 deps[(li, ci)].add((lj, call))
                 users[(lj, call)].append((li, ci))
+    if writes is None:
+        return _graph_order(calls, deps, users), {}
+    group_of = _merged_products(layers, calls, {node: set(deps[node]) for node in calls})
+    return _freeing_order(layers, calls, deps, users, group_of, writes), group_of
+
+
+def _graph_order(calls: list, deps: dict, users: dict) -> list:
+    """Producers before consumers, ties in the graph's own order."""
+    deps = {node: set(d) for node, d in deps.items()}
     ready = [node for node in calls if not deps[node]]
     heapq.heapify(ready)
     out, seen = [], set()
@@ -1458,4 +1493,84 @@ def _order(layers: list, by_name: dict) -> list:
             if not deps[user] and user not in seen:
                 heapq.heappush(ready, user)
     out += [node for node in calls if node not in seen and node not in out]
+    return out
+
+
+def _freeing_order(layers: list, calls: list, deps: dict, users: dict,
+                   group_of: dict, writes) -> list:
+    """Of the ready calls (a merged product's calls count as one, ready when all are), the
+    one that frees the most per sample net of what it writes (outputs and forward scratch:
+    XLA's list scheduler weighs bytes freed against bytes defined); ties go to a call that
+    reads the last one's output, then to the graph's order."""
+    producers = {node: set(deps[node]) for node in calls}
+    left = {node: len(users[node]) for node in calls}
+    waiting = {node: set(d) for node, d in deps.items()}
+    done: set = set()
+    out: list = []
+
+    def size(n):  # what freeing the call's output gives back (the step's inputs: nothing)
+        layer = layers[n[0]]
+        if layer.type in INPUT_TYPES:
+            return 0
+        shape = layer.output_shapes[n[1]] if n[1] < len(layer.output_shapes) else None
+        return sum(x or 0 for x in output_bytes(layer, shape, 1, 4)) if shape else 0
+
+    def gain(group):
+        return sum(size(p) for n in group for p in producers[n] if left[p] == 1) \
+            - sum(writes(n) for n in group)
+
+    runnable = {n for n in calls if not waiting[n]}
+    while len(done) < len(calls):
+        ready = {group_of.get(n, (n,)) for n in runnable}
+        ready = [g for g in ready if all(n in runnable for n in g)]
+        if not ready:  # a cycle or a group that cannot run together: graph order
+            out += _graph_order([n for n in calls if n not in done],
+                                {n: waiting[n] - done for n in calls if n not in done},
+                                {n: [u for u in users[n] if u not in done] for n in calls})
+            break
+        last = out[-1] if out else None
+        group = min(ready, key=lambda g: (-gain(g),
+                                          not any(last in producers[n] for n in g), g))
+        for node in group:
+            out.append(node)
+            done.add(node)
+            runnable.discard(node)
+            for producer in producers[node]:
+                left[producer] -= 1
+            for user in users[node]:
+                waiting[user].discard(node)
+                if not waiting[user] and user not in done:
+                    runnable.add(user)
+    return out
+
+
+def _merged_products(layers: list, calls: list, producers: dict) -> dict:
+    """Calls of one Dense layer that do not depend on each other: XLA merges their matrix
+    products (which share the kernel) into one, so they run together.  Maps each such call
+    to its group."""
+    by_layer: dict = {}
+    for node in calls:
+        if layers[node[0]].type == "Dense":
+            by_layer.setdefault(node[0], []).append(node)
+    shared = [group for group in by_layer.values() if len(group) > 1]
+    if not shared:
+        return {}
+    ancestors: dict = {}
+    for node in calls:  # calls are listed producers first within a layer's own order
+        ancestors[node] = set()
+    changed = True
+    while changed:  # transitive closure over the (small) call graph
+        changed = False
+        for node in calls:
+            new = set(producers[node])
+            for p in producers[node]:
+                new |= ancestors[p]
+            if new - ancestors[node]:
+                ancestors[node] |= new
+                changed = True
+    out = {}
+    for group in shared:
+        if all(a not in ancestors[b] for a in group for b in group):
+            for node in group:
+                out[node] = tuple(group)
     return out

@@ -171,7 +171,12 @@ class XlaFusion:
         GlobalAveragePooling2D: the ReLU's output is written, in training and outside it);
         nor does the T4, whose products are cuBLAS calls.  In training the products'
         readers are not followed (Dense layers between PReLU, tanh, LeakyReLU and ELU
-        layers at batch 32: -12.6% -> -30.7% with them)."""
+        layers at batch 32: -12.6% -> -30.7% with them).  A window pooling is computed
+        where every reader (through reshapes) is a call of a merged product: the operand
+        XLA concatenates for it reads the pooling's input (H100 predict plans of siamese
+        towers: one tower's last convolution output waits, unpooled, for the other)."""
+        if not self.train and self.profile.sign == "xla" and _is_window_pooling(layer, kind):
+            return self._all_calls_read(key, lambda call: call in self.merged_calls)
         if self.train or not (self.profile.sign == "xla" and (
                 layer.type in _FUSIBLE or layer.type == "Concatenate"
                 or (kind is not None and kind.elementwise))):
@@ -235,20 +240,25 @@ class XlaFusion:
         return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
                                                                        units))
 
-    def _all_readers(self, key, accept, depth: int = 8) -> bool:
-        """Whether every call reading the tensor ``key``, or reading a reshape of it (views,
-        ``depth`` deep at most), is one ``accept(layer)`` takes."""
+    def _all_calls_read(self, key, accept, depth: int = 8) -> bool:
+        """Whether every call reading the tensor ``key``, or a reshape of it (views,
+        ``depth`` deep at most), is one ``accept((layer index, call))`` takes."""
         readers = self.consumers.get(key, [])
         if not readers or depth <= 0:
             return False
         for li, ci in readers:
-            reader = self.graph.layers[li]
-            if reader.type in ("Flatten", "Reshape"):
-                if not self._all_readers((li, ci, 0), accept, depth - 1):
+            if self.graph.layers[li].type in ("Flatten", "Reshape"):
+                if not self._all_calls_read((li, ci, 0), accept, depth - 1):
                     return False
-            elif not accept(reader):
+            elif not accept((li, ci)):
                 return False
         return True
+
+    def _all_readers(self, key, accept, depth: int = 8) -> bool:
+        """Whether every call reading the tensor ``key``, or reading a reshape of it (views,
+        ``depth`` deep at most), is one ``accept(layer)`` takes."""
+        return self._all_calls_read(key, lambda call: accept(self.graph.layers[call[0]]),
+                                    depth)
 
     def recomputed_sum(self, layer, ins, key: tuple) -> bool:
         """Whether XLA fuses a sum into the LayerNormalization that reads it and recomputes it
