@@ -199,7 +199,7 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
     first = Walk(walked, setup, schedule, prec, batch, gemm_workspace=workspace,
                  upcast_bfloat16=upcast, nchw_float32=nchw).run()
     freeing = False
-    if schedule.sign == "xla" and setup.mode != "train":
+    if schedule.sign == "xla":
         # XLA schedules a program with several heuristics and keeps the one whose peak is
         # lowest: the graph's order, and a list scheduler's that runs the call freeing the
         # most first (H100 predict plans: siamese towers, branches ending in a pooling)

@@ -147,7 +147,7 @@ class Walk(XlaFusion):
                  freeing_order: bool = False):
         self.gemm_workspace = gemm_workspace
         # calls ordered as XLA's list scheduler would (outside training, see _order)
-        self.freeing_order = freeing_order and setup.mode != "train" and profile.sign == "xla"
+        self.freeing_order = freeing_order and profile.sign == "xla"
         # XLA lays float32 convolutions out as NCHW on this GPU (before Hopper)
         self.nchw_float32 = nchw_float32
         # float32 convolutions' kernels, and their updates, in NCHW's layout
