@@ -1910,3 +1910,23 @@ def test_the_predict_step_runs_in_the_order_of_xla_s_lowest_schedule(body, plan_
     b = estimate(graph_of(body, batch=32, optimizer="adam", mode="infer"),
                  profile=XLA, compute_capability="9.0")
     assert -0.02 <= (b.peak - plan_peak) / plan_peak <= 0.02
+
+
+EMBEDDED_BILSTM = ("t = keras.Input((20,), dtype='int32')\n"
+                   "h = L.Bidirectional(L.LSTM(8, return_sequences=True))("
+                   "L.Embedding(500, 16)(t))\n"
+                   "model = keras.Model(t, L.Dense(1)(L.GlobalAveragePooling1D()(h)))")
+
+
+@pytest.mark.parametrize("mode, plan_peak, low, high", [
+    ("train", 758_840, 0.0, 0.05), ("infer", 137_076, 0.0, 0.25)])
+def test_both_directions_of_a_bidirectional_loop_read_one_time_major_copy(
+        mode, plan_peak, low, high):
+    """H100 plans (batch 32) of Embedding -> Bidirectional(LSTM(8)) over 20 steps: one
+    ``f32[20, 32, 16]`` copy of the input, read by the forward loop and, from its end, by
+    the backward one (+7.8% training and +49.8% predicting with a copy per direction; the
+    rest of the predict step's excess is the embedding's batch-major output, which XLA
+    writes time-major in one gather, not modelled)."""
+    b = estimate(graph_of(EMBEDDED_BILSTM, batch=32, optimizer="sgd", mode=mode),
+                 profile=XLA, compute_capability="9.0")
+    assert low <= (b.peak - plan_peak) / plan_peak <= high
