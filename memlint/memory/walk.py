@@ -581,7 +581,7 @@ class Walk(XlaFusion):
                     size = (max(size[0] - ins[0].buf.per_sample, 0),
                             max(size[1] - ins[0].buf.fixed, 0))
                 if size:
-                    unfused = unfused or s.what == "unfused product"
+                    unfused = unfused or s.what in ("unfused product", "padded output")
                     own = self.alloc(size[0] * s.count, size[1] * s.count, "live",
                                      f"{layer.name} {s.what}", layer.name)
                     if s.what in MERGED_SCRATCH and self.profile.sign == "xla":
@@ -755,11 +755,13 @@ class Walk(XlaFusion):
 
     def release_before_epilogue(self, ins: list, outputs: list) -> None:
         """A convolution whose result is finished by an operation of its own (its "unfused
-        product"): the input the convolution read is gone before that operation writes the
-        output, so the call's moment is the result and the output.  Done only where the
-        dying inputs are no larger than the output, where that moment is the larger one
-        (the H100 predict plan of a cropped channels-first DepthwiseConv2D: its product and
-        the biased output alive, not the crop)."""
+        product", or a transposed convolution's "padded output", cropped): the input the
+        convolution read is gone before that operation writes the output, so the call's
+        moment is the result and the output.  Done only where the dying inputs are no larger
+        than the output, where that moment is the larger one (H100 predict plans of a
+        cropped channels-first DepthwiseConv2D: its product and the biased output alive, not
+        the crop; of two strided Conv2DTranspose layers: the padded result and the cropped
+        output, not the first layer's output)."""
         dying = [t for t in ins if t.uses == 1 and t.holds == 0 and not t.output
                  and not t.freed and t not in self.data and ins.count(t) == 1]
         size = sum(t.buf.at(self.batch) for t in dying)
