@@ -588,18 +588,36 @@ class Bidirectional(LayerKind):
         return out
 
     def saved(self, config, input_shape, output_shape):
-        """Both directions' buffers (each runs its own scan), but under XLA one time-major
-        copy of the input, which both loops read, the backward one from its end (H100 plans
-        of Embedding -> Bidirectional(LSTM(8)) and of a masked Bidirectional(GRU(8)), 20
-        steps, batch 32: one ``f32[20, 32, 16]`` in training and when predicting; TensorFlow
-        reverses the backward layer's input into a copy of its own)."""
+        """Both directions' buffers (each runs its own scan).  Under XLA the two loops run
+        one after the other and read one time-major copy of the input, the backward one
+        from its end: the backward direction adds no copy, and no scratch of its own while
+        it runs where it matches the forward direction's (H100 plans of Embedding ->
+        Bidirectional(LSTM(8)) and of a masked Bidirectional(GRU(8)), 20 steps, batch 32:
+        one ``f32[20, 32, 16]`` in training and when predicting; of a Bidirectional(GRU(16))
+        over 30 steps predicting: one direction's two ``f32[30, 32, 48]`` input projections
+        at a time).  TensorFlow reverses the backward layer's input into a copy of its own."""
         out = []
+        first_scratch = []
         for i, part in enumerate((config["layer"], config["backward_layer"])):
             kind = REGISTRY[part["class_name"]]
             for s in kind.saved(part["config"], input_shape,
                                 kind.output_shape(part["config"], input_shape)):
-                if i and s.what == "time-major input":
+                if i == 0 and s.when == "forward":
+                    first_scratch.append(s)
+                if i and (s.what == "time-major input" or (
+                        s.when == "forward" and s in first_scratch)):
                     s = replace(s, profiles=tuple(p for p in s.profiles or PROFILE_NAMES
                                                   if p != "xla"))
                 out.append(s)
+        sequences = output_shape[0] if isinstance(output_shape, list) else output_shape
+        if config["layer"]["config"].get("return_sequences") and sequences is not None \
+                and config.get("merge_mode") != "concat":
+            # each direction's own sequence, beside the one they are summed, averaged or
+            # multiplied into while the call runs (a concatenation is the two of them)
+            for part in (config["layer"], config["backward_layer"]):
+                kind = REGISTRY[part["class_name"]]
+                own = kind.output_shape(part["config"], input_shape)
+                own = own[0] if isinstance(own, list) else own
+                out.append(Saved("direction output", tuple(own), when="forward",
+                                 profiles=NOT_TORCH))
         return [s for s in out if s.what not in ("input", "output")]
