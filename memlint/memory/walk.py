@@ -571,6 +571,8 @@ class Walk(XlaFusion):
                     continue  # (what is kept for the backward is that result)
                 if s.what == "time-major input" and ins and ins[0].time_major:
                     continue  # the input is time-major already: no copy
+                if s.what == "unfused product" and self.activated_in_pooling((li, ci, 0)):
+                    continue  # the result is the output's only buffer
                 early = self.early_scratch.pop((li, ci, s.what), None)
                 if early is not None:  # allocated with an earlier call's (merged)
                     scratch.extend(early)
