@@ -173,10 +173,11 @@ class XlaFusion:
         readers are not followed (Dense layers between PReLU, tanh, LeakyReLU and ELU
         layers at batch 32: -12.6% -> -30.7% with them).  A window pooling is computed
         where every reader (through reshapes) is a call of a merged product: the operand
-        XLA concatenates for it reads the pooling's input (H100 predict plans of siamese
+        XLA concatenates for it reads the pooling's input, also through reshapes and
+        element-wise calls such as a batch normalisation (H100 predict plans of siamese
         towers: one tower's last convolution output waits, unpooled, for the other)."""
         if not self.train and self.profile.sign == "xla" and _is_window_pooling(layer, kind):
-            return self._all_calls_read(key, lambda call: call in self.merged_calls)
+            return self._all_calls_read(key, self._merged_or_fused_into_one)
         if self.train or not (self.profile.sign == "xla" and (
                 layer.type in _FUSIBLE or layer.type == "Concatenate"
                 or (kind is not None and kind.elementwise))):
@@ -248,6 +249,17 @@ class XlaFusion:
         rows, units = self.product_rows(shape), _units(layer)
         return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
                                                                        units))
+
+    def _merged_or_fused_into_one(self, call: tuple, depth: int = 8) -> bool:
+        """A call of a merged product, or an element-wise call whose output only such calls
+        read (through reshapes and further element-wise calls)."""
+        if call in self.merged_calls:
+            return True
+        layer = self.graph.layers[call[0]]
+        kind = REGISTRY.get(layer.type)
+        return depth > 0 and (layer.type in _FUSIBLE or (kind is not None and kind.elementwise)) \
+            and self._all_calls_read(call + (0,), lambda c: self._merged_or_fused_into_one(
+                c, depth - 1))
 
     def _all_calls_read(self, key, accept, depth: int = 8) -> bool:
         """Whether every call reading the tensor ``key``, or a reshape of it (views,
