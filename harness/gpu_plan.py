@@ -306,6 +306,7 @@ def _run_job(job: dict, meshes: dict):
     policy, compile it with its optimizer, lower and compile each (target, batch, mode)."""
     from harness.fixture_exec import FixtureError
     from harness.keras_step import fixture_model, jax_train_step, memory_plan, random_batch
+    from harness.xla_liveness import DUMP_OPTIONS, live_temp
 
     def failed(message, configs=None):
         for config in configs or job["configs"]:
@@ -343,10 +344,15 @@ def _run_job(job: dict, meshes: dict):
             else:
                 step, state = infer
                 lowered = step.lower(_specs(state, mesh), _specs((x,), mesh, config["batch"]))
-            compiled = lowered.compile(compiler_options=_compile_options(config["target"]))
-            out["compile_s"] = round(time.perf_counter() - started, 2)
-            plan = memory_plan(compiled)
-            plan.pop("generated_code", None)
+            with tempfile.TemporaryDirectory(prefix="xla-dump-") as dump:
+                compiled = lowered.compile(compiler_options={
+                    **_compile_options(config["target"]), "xla_dump_to": dump, **DUMP_OPTIONS})
+                out["compile_s"] = round(time.perf_counter() - started, 2)
+                plan = memory_plan(compiled)
+                plan.pop("generated_code", None)
+                # the most bytes of temporaries alive at once (harness.xla_liveness)
+                plan["live_temp"] = live_temp(
+                    dump, "train_step" if config["mode"] == "train" else "predict_step")
             out["plan"] = plan
             out["kernels"], out["conv_scratch"] = kernels(compiled)
             if config["target"] == DEVICE:  # what the GPU's libraries were given
