@@ -7,8 +7,11 @@ measured peak (GPU runs; for CPU runs against XLA's memory plan of the same step
 as such), the wrong-verdict rate and the runs memlint said fit that ran out of memory.
 
 A verdict (xMem's definition) is wrong when memlint says the configuration fits under the
-cap (its peak <= the cap) and the run ran out of memory at that cap, or memlint says it does
-not fit and it ran.  Runs that failed for other reasons are counted apart, never as verdicts,
+cap (its peak with the verdict's margin <= the cap: memory/verdict.py) and the run ran out of
+memory at that cap, or memlint says it does not fit (its peak > the cap) and it ran.  Between
+the two memlint calls it too close to call: no verdict, counted apart.  The margin is today's
+(the row's profile's, as memlint's peak is today's).  Runs that failed for other reasons are
+counted apart, never as verdicts,
 and so are runs that cannot have been held to their cap (they ran although XLA's own plan of
 the step was larger than the cap, ran on a GPU without peak counters to show it, or report
 an allocator limit above the cap).  JAX runs on a GPU are also compared with XLA's plan of
@@ -76,18 +79,37 @@ def cap_not_enforced(row: dict) -> bool:
             or bool(limit and limit > row["cap_bytes"] * 1.01))
 
 
+def margin(row: dict) -> float:
+    """The verdict's margin today for the row's memory profile (its backend's when the row
+    names none)."""
+    from memlint.memory.profiles import BACKEND_PROFILES, DEFAULT, PROFILES
+    name = row.get("memlint_profile") or BACKEND_PROFILES.get(row.get("backend") or "")
+    return PROFILES.get(name or "", DEFAULT).verdict_margin
+
+
+def too_close(row: dict) -> bool:
+    """A verdict row whose cap lies between memlint's peak and the peak with the margin:
+    memlint calls it too close (no verdict)."""
+    if row.get("kind") not in VERDICT_KINDS or row.get("memlint_peak") is None:
+        return False
+    from memlint.memory.verdict import with_margin
+    peak = row["memlint_peak"]
+    return peak <= row["cap_bytes"] < with_margin(peak, margin(row))
+
+
 def verdict(row: dict):
-    """(memlint says fits, it ran) for a verdict row; None when the run failed otherwise or
-    was not held to its cap."""
+    """(memlint says fits, it ran) for a verdict row; None when the run failed otherwise, was
+    not held to its cap, or memlint called it too close."""
     if row.get("kind") not in VERDICT_KINDS or row.get("status") not in ("ok", "oom") \
-            or cap_not_enforced(row):
+            or cap_not_enforced(row) or too_close(row):
         return None
     return row["memlint_peak"] <= row["cap_bytes"], row["status"] == "ok"
 
 
 def summarise(rows: list) -> list:
     """One summary dict per (backend, device, basis)."""
-    groups = defaultdict(lambda: {"errors": [], "verdicts": [], "failed": 0, "uncapped": 0})
+    groups = defaultdict(lambda: {"errors": [], "verdicts": [], "failed": 0, "uncapped": 0,
+                                  "too_close": 0})
     for row in rows:
         device = row.get("device") or "?"
         error, basis = relative_error(row)
@@ -100,6 +122,8 @@ def summarise(rows: list) -> list:
             groups[(row["backend"], device, "measured")]["verdicts"].append(judged)
         elif cap_not_enforced(row):
             groups[(row["backend"], device, "measured")]["uncapped"] += 1
+        elif too_close(row) and row.get("status") in ("ok", "oom"):
+            groups[(row["backend"], device, "measured")]["too_close"] += 1
         elif row.get("status") not in ("ok", "oom"):
             groups[(row["backend"], device, "measured")]["failed"] += 1
     out = []
@@ -111,7 +135,8 @@ def summarise(rows: list) -> list:
             "median_abs_error": statistics.median(g["errors"]) if g["errors"] else None,
             "verdict_runs": len(g["verdicts"]),
             "wrong_verdict_rate": wrong / len(g["verdicts"]) if g["verdicts"] else None,
-            "fit_then_oom": fit_then_oom, "failed_runs": g["failed"],
+            "fit_then_oom": fit_then_oom, "too_close": g["too_close"],
+            "failed_runs": g["failed"],
             "cap_not_enforced": g["uncapped"],
         })
     return out
@@ -130,8 +155,9 @@ def _plan_cells(row: dict) -> str:
 
 def markdown(rows: list) -> str:
     lines = ["| backend | device | compared with | runs | median abs. rel. error | "
-             "verdict runs | wrong verdicts | said fit, ran out | failed runs |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "verdict runs | wrong verdicts | said fit, ran out | too close to call | "
+             "failed runs |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for s in summarise(rows):
         cpu = s["device"].lower().startswith("cpu")
         basis = ("measured peak" if s["basis"] == "measured" else
@@ -140,7 +166,8 @@ def markdown(rows: list) -> str:
                                           if s["cap_not_enforced"] else "")
         lines.append(f"| {s['backend']} | {s['device']} | {basis} | {s['runs']} | "
                      f"{_pct(s['median_abs_error'])} | {s['verdict_runs']} | "
-                     f"{_pct(s['wrong_verdict_rate'])} | {s['fit_then_oom']} | {failed} |")
+                     f"{_pct(s['wrong_verdict_rate'])} | {s['fit_then_oom']} | "
+                     f"{s['too_close']} | {failed} |")
     detail = ["", "| backend | model | batch | optimizer | precision | mode | measured | "
               "memlint | error | XLA plan on the GPU | error vs plan |",
               "| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]

@@ -27,7 +27,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "data" / "measurements"
-MARGIN = 0.05  # memlint's stated margin for the "must fit" cap
 UNDER = 0.90  # the "must fail" cap: 10% under memlint's peak
 
 # (fixture, model variable, batch sizes): small to >100M parameters; CNN, RNN, transformer,
@@ -160,24 +159,33 @@ def output_path(device: str, cpu: bool, folder: Path = OUT_DIR) -> Path:
 
 
 def verdict_configs(row: dict) -> list:
-    """OOM-verdict and largest-batch runs derived from one measured training run."""
+    """OOM-verdict runs derived from one measured training run: at memlint's peak with the
+    verdict's margin (where memlint first says "fits") it must fit; under the peak it must
+    fail."""
+    from harness.compare import margin
+    from memlint.memory.verdict import with_margin
+
     peak = row["memlint_peak"]
     base = {k: row[k] for k in ("backend", "fixture", "model", "batch", "optimizer",
                                 "precision", "mode")}
-    return [{**base, "kind": "cap-fit", "cap_bytes": int(peak * (1 + MARGIN))},
+    return [{**base, "kind": "cap-fit", "cap_bytes": with_margin(peak, margin(row))},
             {**base, "kind": "cap-fail", "cap_bytes": int(peak * UNDER)}]
 
 
 def max_batch_configs(row: dict, breakdown) -> list:
-    """At the cap memlint's peak + margin gives, memlint's largest batch must fit and 10%
-    more must not."""
+    """At the cap memlint's peak with the margin gives, memlint's largest batch (the one
+    that fits with the margin) must fit, and 10% more, or the first batch whose peak is over
+    the cap where that is more (memlint's first "does not fit"), must not."""
+    from harness.compare import margin
     from memlint.memory import max_batch_size
+    from memlint.memory.verdict import with_margin
 
-    cap = int(row["memlint_peak"] * (1 + MARGIN))
-    best = max_batch_size(breakdown, int(cap / (1 + MARGIN)))
+    share = margin(row)
+    cap = with_margin(row["memlint_peak"], share)
+    best = max_batch_size(breakdown, int(cap / (1 + share)))
     base = {k: row[k] for k in ("backend", "fixture", "model", "optimizer", "precision",
                                 "mode")}
-    bigger = max(best + 1, int(best * 1.1 + 0.999))
+    bigger = max(best + 1, int(best * 1.1 + 0.999), max_batch_size(breakdown, cap) + 1)
     return [{**base, "batch": best, "kind": "maxbatch-fit", "cap_bytes": cap},
             {**base, "batch": bigger, "kind": "maxbatch-fail", "cap_bytes": cap}]
 

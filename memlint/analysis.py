@@ -56,6 +56,7 @@ def budget_for(settings: Settings) -> Optional[Budget]:
         settings.gpu,
         cuda_context=parse_size(settings.cuda_context) if settings.cuda_context else None,
         reserve=parse_size(settings.reserve) if settings.reserve else None,
+        margin=settings.margin,
     )
 
 

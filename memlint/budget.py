@@ -43,6 +43,9 @@ class Budget:
     reserve_source: str = "TensorFlow's default"  # whose reserve framework_reserve is
     devices: int = 1  # GPUs each holding one replica (the budget is per device)
     compute_capability: Optional[str] = None  # the card's, when --gpu names one ("7.5")
+    # the verdict's room for memlint's own error, a share of the peak, when configured
+    # (None: the backend profile's, memory/verdict.py)
+    margin: Optional[float] = None
 
     @property
     def reserve(self) -> int:
@@ -58,7 +61,7 @@ class Budget:
                 "cuda_context": self.cuda_context, "framework_reserve": self.framework_reserve,
                 "reserve_source": self.reserve_source, "cap": self.cap,
                 "cap_source": self.cap_source or None, "devices": self.devices,
-                "usable": self.usable}
+                "usable": self.usable, "margin": self.margin}
 
 
 def tensorflow_reserve(free_bytes: int, compute_capability: Optional[str]) -> int:
@@ -96,7 +99,7 @@ def find_gpu(name: str) -> Optional[dict]:
 
 
 def resolve_budget(spec: str, *, cuda_context: Optional[int] = None,
-                   reserve: Optional[int] = None) -> Budget:
+                   reserve: Optional[int] = None, margin: Optional[float] = None) -> Budget:
     """A :class:`Budget` from ``--gpu`` text: a size (``2GiB``, ``2GB``) or a catalog name.
 
     Raises ``ValueError`` naming the accepted forms when ``spec`` is neither.
@@ -121,7 +124,8 @@ def resolve_budget(spec: str, *, cuda_context: Optional[int] = None,
                     framework_reserve=framework,
                     reserve_source="configured" if reserve is not None else
                     "TensorFlow's default",
-                    compute_capability=str(capability) if capability else None)
+                    compute_capability=str(capability) if capability else None,
+                    margin=margin)
     if budget.usable <= 0:
         raise ValueError(
             f"--gpu {spec!r} leaves no usable memory: the CUDA context "

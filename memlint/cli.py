@@ -47,6 +47,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                              "from the code: KERAS_BACKEND, set_backend, imports)")
     parser.add_argument("--cuda-context", help="memory taken by the CUDA context (300MiB)")
     parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
+    parser.add_argument("--margin", metavar="PERCENT",
+                        help="room the verdict keeps for memlint's own error, in percent of "
+                             "the peak (default: the backend's measured margin, 13-15%%; 0: "
+                             "judge the bare estimate)")
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
     parser.add_argument("--output-format",
@@ -163,7 +167,8 @@ def _cli_settings(args) -> dict:
         "input_shape": args.input_shape,
         "mode": args.mode, "optimizer": args.optimizer, "backend": args.backend,
         "cuda_context": args.cuda_context,
-        "reserve": args.reserve, "select": codes(args.select), "ignore": codes(args.ignore),
+        "reserve": args.reserve, "margin": args.margin,
+        "select": codes(args.select), "ignore": codes(args.ignore),
         "fail_on": getattr(args, "fail_on", None), "entry": getattr(args, "entry", None),
         "dims": args.dim,
     }

@@ -3,7 +3,8 @@
 
 Keys (kebab-case in files): ``gpu``, ``batch-size``, ``input-shape``, ``mode``, ``optimizer``,
 ``backend`` (tf, jax, torch), ``select``, ``ignore``, ``fail-on``, ``cuda-context``,
-``reserve``, ``entry``, ``dims`` (ONNX
+``reserve``, ``margin`` (the verdict's room for memlint's error, percent of the peak:
+``10%``; default: the backend profile's measured margin), ``entry``, ``dims`` (ONNX
 symbolic dimension sizes, merged with ``--dim``), ``rules`` (per-rule options, e.g.
 ``rules.MEM002.activation-share``) and ``per-file-overrides`` (glob, relative to the config
 file's folder -> any of the keys above).
@@ -47,6 +48,7 @@ class Settings:
     fail_on: str = "warning"
     cuda_context: Optional[str] = None
     reserve: Optional[str] = None
+    margin: Optional[float] = None  # the verdict's margin, a share of the peak (None: profile's)
     rules: dict = field(default_factory=dict)  # {"MEM002": {"activation-share": 0.3}}
     entry: Optional[str] = None  # NAME or NAME(literal args): the function/class to analyse
     dims: dict = field(default_factory=dict)  # ONNX symbolic dimension -> size ({"seq": 128})
@@ -106,6 +108,20 @@ def parse_dims(value: Any, where: str) -> dict:
     return out
 
 
+def parse_margin(value: Any, where: str) -> float:
+    """``"10%"``, ``"10"`` or ``10`` (percent of the peak, 0 to 100) -> 0.1."""
+    text = str(value).strip()
+    number = text[:-1].strip() if text.endswith("%") else text
+    try:
+        percent = float(number)
+    except ValueError:
+        percent = -1.0
+    if isinstance(value, bool) or not 0 <= percent <= 100:
+        raise ConfigError(f"{where}: margin must be a percentage of the peak from 0 to 100 "
+                          f"(10%), got {value!r}")
+    return percent / 100
+
+
 def _coerce(key: str, value: Any, where: str) -> Any:
     if key in ("batch_size", "gpus"):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -143,6 +159,8 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             raise ConfigError(f"{where}: {exc}") from None
     elif key == "dims":
         value = parse_dims(value, where)
+    elif key == "margin":
+        value = parse_margin(value, where)
     elif key in ("gpu", "optimizer", "cuda_context", "reserve"):
         value = str(value)
     return value

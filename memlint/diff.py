@@ -15,7 +15,7 @@ from typing import Optional
 
 from memlint.catalog import default_options, rule_info
 from memlint.diagnostics import Diagnostic
-from memlint.memory.verdict import DOES_NOT_FIT, FITS, verdict
+from memlint.memory.verdict import DOES_NOT_FIT, FITS, TOO_CLOSE, verdict
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import format_bytes, parse_size
 from memlint.records import record
@@ -37,7 +37,7 @@ class ModelState:
     params: int
     batch_size: Optional[int]  # None when the batch size is not known
     mode: str
-    verdict: Optional[str]  # fits / does_not_fit / unknown, None without a budget
+    verdict: Optional[str]  # fits / does_not_fit / too_close / unknown, None without a budget
     largest_batch_size: Optional[int]
     usable: Optional[int]
     total: Optional[int]
@@ -88,7 +88,7 @@ class ModelChange:
     @property
     def stopped_fitting(self) -> bool:
         return bool(self.base and self.head and self.base.verdict == FITS
-                    and self.head.verdict == DOES_NOT_FIT)
+                    and self.head.verdict in (DOES_NOT_FIT, TOO_CLOSE))
 
     @property
     def summary(self) -> str:
@@ -184,15 +184,16 @@ def _batch(state: Optional[ModelState]) -> str:
     return "?" if state is None or state.batch_size is None else f"{state.batch_size:,}"
 
 
-_VERDICT = {FITS: "fits", DOES_NOT_FIT: "does NOT fit", "unknown": "verdict unknown"}
+_VERDICT = {FITS: "fits", DOES_NOT_FIT: "does NOT fit", TOO_CLOSE: "too close to call",
+            "unknown": "verdict unknown"}
 
 
 def _verdict_change(old: Optional[str], new: Optional[str]) -> str:
     if new is None:
         return ""
-    if old == new and new in (FITS, DOES_NOT_FIT):
+    if old == new and new in (FITS, DOES_NOT_FIT, TOO_CLOSE):
         return f"still {_VERDICT[new]}"
-    if old in (FITS, DOES_NOT_FIT) and new in (FITS, DOES_NOT_FIT):
+    if old in (FITS, DOES_NOT_FIT, TOO_CLOSE) and new in (FITS, DOES_NOT_FIT, TOO_CLOSE):
         return f"now {_VERDICT[new]}"
     return _VERDICT[new]
 
@@ -264,11 +265,12 @@ def growth_findings(diff: MemoryDiff, head_reports: list, sources: dict) -> list
                                             or change.peak_share > share)
         if not (grew or change.stopped_fitting):
             continue
-        why = "stopped fitting" if change.stopped_fitting else \
-            f"grew more than {share:.0%} and {format_bytes(size)}"
+        too_close = change.stopped_fitting and change.head.verdict == TOO_CLOSE
+        why = ("fits no longer with memlint's margin" if too_close else "stopped fitting") \
+            if change.stopped_fitting else f"grew more than {share:.0%} and {format_bytes(size)}"
         diag = Diagnostic(
             code=CODE, name=info["name"],
-            severity="error" if change.stopped_fitting else info["severity"],
+            severity="error" if change.stopped_fitting and not too_close else info["severity"],
             message=f"against {diff.title}, {change.summary} ({why}; thresholds: "
                     f"rules.{CODE} growth-share, growth-bytes)",
             path=change.path, line=max(change.head.line or 1, 1),

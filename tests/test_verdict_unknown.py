@@ -24,10 +24,12 @@ from memlint.reporters.text import model_report
 MiB = 2**20
 
 
-def gpu(usable: int) -> Budget:
-    """A budget whose usable memory is exactly ``usable`` bytes."""
+def gpu(usable: int, margin: float = 0.0) -> Budget:
+    """A budget whose usable memory is exactly ``usable`` bytes; the verdict's margin is
+    ``margin`` (0: the bare estimate is judged; tests/test_verdict_margin.py has the
+    profiles' margins)."""
     return Budget(label="test", device="GPU under test", total=usable, cuda_context=0,
-                  framework_reserve=0)
+                  framework_reserve=0, margin=margin)
 
 
 def breakdown(unknown=(), batch_known=True) -> MemoryBreakdown:

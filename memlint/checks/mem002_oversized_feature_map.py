@@ -6,7 +6,9 @@ Two findings:
   memory (warning, at that layer), with the batch size that would bring it under the share;
 * the estimated peak (parameters + activations + the rest) is over the usable memory while
   the parameters alone fit (error, at the fit/predict call or the model), with the largest
-  batch size that fits and what ``mixed_float16`` would allow.
+  batch size that fits and what ``mixed_float16`` would allow;
+* the peak fits, but not with the margin memlint keeps for its own error (the verdict is
+  too close to call: warning), with the largest batch size that fits with it.
 
 When the parameters alone do not fit, MEM001 reports it and the peak finding stays silent.
 The peak finding follows :func:`memlint.memory.verdict.verdict`: when some sizes are unknown
@@ -21,11 +23,13 @@ from dataclasses import replace
 from typing import Iterable
 
 from memlint.checks.base import Rule, RuleContext, register
+from memlint.checks.wording import percent
 from memlint.diagnostics import Diagnostic
 from memlint.ir import as_shape_list
 from memlint.memory.dtypes import precision
 from memlint.memory.estimate import VIEW_LAYERS, estimate, layer_activation_bytes
-from memlint.memory.verdict import DOES_NOT_FIT, FITS, unknown_layers_text, verdict
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, margin_text,
+                                    unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
 DTYPE_NAMES = {8: "float64", 4: "float32", 2: "16-bit floats", 1: "8-bit values"}
@@ -104,8 +108,6 @@ class OversizedFeatureMap(Rule):
     def _peak(self, ctx, graph, breakdown):
         usable = ctx.budget.usable
         result = verdict(breakdown, ctx.budget)
-        if result.status != DOES_NOT_FIT or breakdown.fixed_bytes > usable:
-            return None
         setup = graph.setup
         batch = breakdown.batch_size
         peak = result.peak
@@ -114,6 +116,10 @@ class OversizedFeatureMap(Rule):
         parts = " + ".join(f"{name} {format_bytes(breakdown.category(name))}"
                            for name in ("weights", "gradients", "optimizer", "activations",
                                         "other") if breakdown.category(name))
+        if result.status == TOO_CLOSE:
+            return self._too_close(ctx, graph, result, batch, mode, parts)
+        if result.status != DOES_NOT_FIT or breakdown.fixed_bytes > usable:
+            return None
         if result.lower_bound:
             at = f"batch size {batch}" if breakdown.batch_known else \
                 f"batch size 1 (the batch size is not known: {setup.batch_source})"
@@ -130,7 +136,9 @@ class OversizedFeatureMap(Rule):
             advice.append("the largest batch size that fits cannot be given: "
                           f"{unknown_layers_text(result.unknown_layers)}")
         elif fits >= 1:
-            advice.append(f"batch size <= {fits} fits")
+            advice.append(f"batch size <= {fits} fits" + (
+                f" with the {result.margin:.0%} margin for memlint's error"
+                if result.margin else ""))
         else:
             room = usable - breakdown.fixed_bytes
             advice.append(f"it does not fit even at batch size 1: one sample adds "
@@ -156,6 +164,26 @@ class OversizedFeatureMap(Rule):
             data={"peak": peak, "usable": usable, "batch_size": batch, "max_batch_size": fits,
                   "peak_is_lower_bound": result.lower_bound,
                   "mixed_float16_peak": mixed.peak if mixed else None})
+
+
+    def _too_close(self, ctx, graph, result, batch, mode, parts):
+        """The peak fits, but not with the margin: no "fits" is said (warning)."""
+        setup = graph.setup
+        message = (f"estimated {mode} peak of model '{graph.name}' at batch size {batch} "
+                   f"({setup.batch_source}) is {format_bytes(result.peak)} ({parts}), "
+                   f"{percent(result.share)} of the {format_bytes(result.usable)} usable GPU "
+                   f"memory: "
+                   f"too close to call: {margin_text(result)}")
+        fits = result.largest_batch_size
+        if fits:
+            message += f"; batch size <= {fits} fits with the margin"
+        message += "."
+        return self.diagnostic(
+            ctx, setup.location or graph.location, message, severity="warning",
+            model=graph.name,
+            data={"peak": result.peak, "usable": result.usable,
+                  "batch_size": batch, "max_batch_size": fits,
+                  "margin": result.margin, "peak_is_lower_bound": False})
 
 
 def _compute_bytes(policy: str) -> int:

@@ -1,4 +1,10 @@
-"""The one answer to "does it fit?": fits, does not fit, or unknown.
+"""The one answer to "does it fit?": fits, does not fit, too close to call, or unknown.
+
+"Fits" needs room for memlint's own error: the peak plus the backend profile's margin (the
+largest under-estimate measured against that backend's most exact oracle,
+``Profile.verdict_margin``; ``--margin`` overrides it) must fit.  A peak that fits only
+without the margin is too close to call: an under-estimate of the size measured would make
+the job die.  The largest batch size is the one that fits with the margin.
 
 No verdict is given on an unknown size.  When some layers' output sizes are unknown, or the
 batch size is, the estimate counts only the known parts and is a lower bound: it can prove
@@ -11,10 +17,12 @@ from __future__ import annotations
 from typing import Optional
 
 from memlint.memory.estimate import MemoryBreakdown, max_batch_size
+from memlint.memory.profiles import DEFAULT, PROFILES
 from memlint.records import record
 
 FITS = "fits"
 DOES_NOT_FIT = "does_not_fit"
+TOO_CLOSE = "too_close"
 UNKNOWN = "unknown"
 
 # Placeholders for unknown input dimensions in an ``--input-shape`` hint, by the rank of one
@@ -31,7 +39,9 @@ class Verdict:
     ``status`` is None without a budget.  ``peak`` is the estimate, or its lower bound when
     ``lower_bound`` is set (the known parts, at batch size 1 if the batch size is unknown).
     ``largest_batch_size`` is None without a budget or when layers of unknown size leave it
-    open; with every layer known it is given even if the batch size itself is unknown.
+    open; with every layer known it is given even if the batch size itself is unknown, and
+    it fits with the margin.  ``margin`` is the share of the peak kept free for memlint's
+    own error, ``margin_basis`` where it comes from.
     """
 
     status: Optional[str]
@@ -41,6 +51,8 @@ class Verdict:
     largest_batch_size: Optional[int]
     unknown_layers: tuple
     batch_known: bool
+    margin: float = 0.0
+    margin_basis: str = ""
 
     @property
     def share(self) -> Optional[float]:
@@ -57,20 +69,49 @@ def known_peak(breakdown: MemoryBreakdown) -> int:
     return breakdown.fixed_bytes + breakdown.per_sample_bytes
 
 
+def margin_for(breakdown: MemoryBreakdown, budget=None) -> tuple:
+    """(margin, where it comes from): the budget's configured margin, else the profile's."""
+    configured = getattr(budget, "margin", None)
+    if configured is not None:
+        return configured, "configured"
+    profile = PROFILES.get(breakdown.profile or "", DEFAULT)
+    return profile.verdict_margin, profile.margin_basis
+
+
+def with_margin(peak: int, margin: float) -> int:
+    """The memory the verdict asks for: the peak and the margin on top of it."""
+    return peak + int(peak * margin + 0.5)
+
+
 def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
-    """Fits, does not fit or unknown for ``breakdown`` on ``budget`` (a Budget or None)."""
+    """Fits, does not fit, too close to call or unknown for ``breakdown`` on ``budget`` (a
+    Budget or None)."""
     peak = known_peak(breakdown)
     lower = not breakdown.complete
     unknown = tuple(breakdown.unknown_activations)
+    margin, basis = margin_for(breakdown, budget)
     if budget is None:
-        return Verdict(None, peak, lower, None, None, unknown, breakdown.batch_known)
+        return Verdict(None, peak, lower, None, None, unknown, breakdown.batch_known,
+                       margin, basis)
     usable = budget.usable
     if peak > usable:
         status = DOES_NOT_FIT
+    elif lower:
+        status = UNKNOWN
     else:
-        status = UNKNOWN if lower else FITS
-    largest = None if unknown or breakdown.not_modelled else max_batch_size(breakdown, usable)
-    return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known)
+        status = FITS if with_margin(peak, margin) <= usable else TOO_CLOSE
+    largest = None if unknown or breakdown.not_modelled else \
+        max_batch_size(breakdown, int(usable / (1 + margin)))
+    return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known,
+                   margin, basis)
+
+
+def margin_text(result: Verdict) -> str:
+    """Why a peak under the usable memory is no "fits": the margin and its basis."""
+    basis = "as configured" if result.margin_basis == "configured" else \
+        f"({result.margin_basis})"
+    return (f"it fits only without the {result.margin * 100:.0f}% margin memlint keeps for its "
+            f"own error {basis}")
 
 
 def name_list(names, limit: int = 5) -> str:

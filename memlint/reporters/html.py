@@ -9,7 +9,7 @@ from html import escape
 
 from memlint import __version__
 from memlint.memory.estimate import CATEGORIES
-from memlint.memory.verdict import DOES_NOT_FIT, FITS, verdict
+from memlint.memory.verdict import DOES_NOT_FIT, FITS, TOO_CLOSE, verdict
 from memlint.reporters.text import diagnostic_line, layer_table, model_report, verdict_text
 from memlint.units import format_bytes
 
@@ -31,7 +31,7 @@ table{border-collapse:collapse;margin:10px 0}th,td{border:1px solid #d0d7de;padd
 vertical-align:top}th{background:#f6f8fa;text-align:left}td.n{text-align:right;
 white-space:nowrap;font-variant-numeric:tabular-nums}.badge{display:inline-block;padding:2px 10px;
 border-radius:12px;font-weight:600}.fits{background:#dafbe1;color:#116329}
-.does_not_fit{background:#ffebe9;color:#a40e26}.unknown,.none{background:#eaeef2;
+.does_not_fit{background:#ffebe9;color:#a40e26}.too_close{background:#fff8c5;color:#7d4e00}.unknown,.none{background:#eaeef2;
 color:#424a53}svg{max-width:100%;height:auto;background:#fff}pre{background:#f6f8fa;
 padding:10px;overflow:auto}.note{color:#57606a}
 """
@@ -148,7 +148,8 @@ def _table(header, rows, numeric=()) -> str:
 def model_section(graph, breakdown, budget, index: int) -> str:
     result = verdict(breakdown, budget)
     status = result.status or "none"
-    badge = {FITS: "fits", DOES_NOT_FIT: "does NOT fit", "unknown": "unknown",
+    badge = {FITS: "fits", DOES_NOT_FIT: "does NOT fit", TOO_CLOSE: "too close to call",
+             "unknown": "unknown",
              "none": "no GPU budget"}[status]
     where = f"{graph.location.path}:{graph.location.line}" if graph.location else ""
     title = f"Memory of model '{graph.name}' over one {'training' if graph.setup.mode == 'train' else 'inference'} step"

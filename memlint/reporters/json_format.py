@@ -60,9 +60,13 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "memory_parts": [{"name": p.name, "category": p.category, "bytes": p.bytes,
                           "note": p.note} for p in breakdown.parts],
         "budget": budget.as_dict() if budget else None,
-        # fits / does_not_fit / unknown (None without a budget); on an incomplete estimate
-        # ``memory.peak`` counts only the known parts and no largest batch size is claimed
+        # fits / does_not_fit / too_close / unknown (None without a budget); on an incomplete
+        # estimate ``memory.peak`` counts only the known parts and no largest batch size is
+        # claimed; "fits" and the largest batch size keep ``verdict_margin`` (a share of the
+        # peak) free for memlint's own error, too_close fits only without it
         "verdict": result.status,
+        "verdict_margin": result.margin,
+        "verdict_margin_basis": result.margin_basis,
         "peak_is_lower_bound": result.lower_bound,
         "largest_batch_size": result.largest_batch_size,
         "unknown_activations": list(breakdown.unknown_activations),

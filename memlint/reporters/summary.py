@@ -8,13 +8,14 @@ from collections import Counter
 
 from memlint.checks.wording import percent
 from memlint.diff import CHANGED, NEW, REMOVED, signed_percent
-from memlint.memory.verdict import DOES_NOT_FIT, FITS, verdict
+from memlint.memory.verdict import DOES_NOT_FIT, FITS, TOO_CLOSE, verdict
 from memlint.reporters.github import ranked
 from memlint.reporters.text import summary_line
 from memlint.units import format_bytes
 
 MAX_FINDINGS = 20  # findings listed under the table (errors first)
-_VERDICT = {FITS: "✅ fits", DOES_NOT_FIT: "❌ does not fit", "unknown": "❔ unknown",
+_VERDICT = {FITS: "✅ fits", DOES_NOT_FIT: "❌ does not fit", TOO_CLOSE: "⚠️ too close to call",
+            "unknown": "❔ unknown",
             None: "no GPU budget"}
 
 

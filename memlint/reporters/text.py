@@ -8,8 +8,8 @@ from memlint.checks.wording import percent
 from memlint.layers.base import format_shape
 from memlint.memory.dtypes import precision
 from memlint.memory.estimate import CATEGORIES, layer_activation_bytes
-from memlint.memory.verdict import (DOES_NOT_FIT, FITS, sizing_flags, unknown_layers_text,
-                                    verdict)
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, margin_text, sizing_flags,
+                                    unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
 
@@ -174,7 +174,9 @@ def model_report(graph, breakdown, budget) -> list:
         result = verdict(breakdown, budget)
         lines.append(f"  verdict:      {verdict_text(result)}")
         if result.largest_batch_size is not None:
-            lines.append(f"  largest batch size that fits: {result.largest_batch_size:,}")
+            lines.append(f"  largest batch size that fits: {result.largest_batch_size:,}"
+                         + (f" (with the {percent(result.margin)} margin)"
+                            if result.margin else ""))
     flags = sizing_flags(graph, breakdown)
     if flags:
         lines.append(f"  to size it:   pass {' and '.join(flags)}")
@@ -191,12 +193,17 @@ def model_report(graph, breakdown, budget) -> list:
 
 
 def verdict_text(result) -> str:
-    """The verdict line: a plain fits / does NOT fit on a complete estimate; on a partial one
-    a lower bound that can only prove the model does not fit, and what is unknown."""
+    """The verdict line: fits (with the margin), too close to call or does NOT fit on a
+    complete estimate; on a partial one a lower bound that can only prove the model does not
+    fit, and what is unknown."""
     share = percent(result.share)
     if not result.lower_bound:
+        if result.status == TOO_CLOSE:
+            return f"peak is {share} of usable memory: too close to call: " + margin_text(result)
+        with_room = f" (with the {percent(result.margin)} margin)" \
+            if result.status == FITS and result.margin else ""
         return f"peak is {share} of usable memory: " \
-               f"{'fits' if result.status == FITS else 'does NOT fit'}"
+               f"{'fits' + with_room if result.status == FITS else 'does NOT fit'}"
     at_one = "" if result.batch_known else " at batch size 1"
     if result.status == DOES_NOT_FIT:
         head = f"does NOT fit: the known parts{at_one} alone are {format_bytes(result.peak)} " \
