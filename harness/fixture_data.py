@@ -104,12 +104,25 @@ def build_from_batch(model, x):
         model.build((None,) + tuple(np.shape(x)[1:]))
 
 
-def build_unbuilt(model, data, first):
-    """Build ``model`` if it is not built yet: from ``data`` when it is an array (its
-    shape), else from ``first``, the first batch taken from it (None: left unbuilt)."""
+def trains_without_call(model) -> bool:
+    """A subclassed model with no call() of its own whose own train_step() runs its models
+    (keras.io's VAE): fit runs that step, and calling the model fails."""
     import keras
 
-    if not model.built and hasattr(data, "shape"):
+    kind = type(model)
+    return is_subclassed(model) and kind.call is keras.Model.call and \
+        not kind.train_step.__module__.startswith("keras")
+
+
+def build_unbuilt(model, data, first):
+    """Build ``model`` if it is not built yet: from ``data`` when it is an array (its
+    shape), else from ``first``, the first batch taken from it (None: left unbuilt).  A
+    model that trains without a call() runs its train_step() on two samples, as fit would."""
+    import keras
+
+    if not model.built and hasattr(data, "shape") and trains_without_call(model):
+        model.train_step(keras.ops.convert_to_tensor(np.asarray(data[:2])))
+    elif not model.built and hasattr(data, "shape"):
         if is_subclassed(model):  # Keras 3 build() does not run call(): fit would
             model(keras.Input(shape=tuple(data.shape[1:])))
         else:

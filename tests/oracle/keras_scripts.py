@@ -191,8 +191,11 @@ def _describe(model):
             "trainable": _count(layer.trainable_weights),
             "non_trainable": _count(layer.non_trainable_weights),
         })
+    # a model that trains without a call() (its train_step() runs its models) is never built
+    # itself: its weights are its models'
+    total = int(model.count_params()) if model.built else _count(model.weights)
     return {"name": model.name, "kind": type(model).__name__, "layers": layers,
-            "total": int(model.count_params())}
+            "total": total}
 
 
 def run_file(path):

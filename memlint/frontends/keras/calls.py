@@ -49,6 +49,11 @@ _NUMPY_SIZE_FUNCS = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full"}
 _TF_SHAPE_FUNCS = {"tensorflow.zeros", "tensorflow.ones", "tensorflow.fill",
                    "tensorflow.random.normal", "tensorflow.random.uniform",
                    "tensorflow.random.truncated_normal"}
+# Keras's own constructors of random or filled tensors, shape first: on a shape with the
+# batch dimension (``ops.shape(x)[0]`` in a layer's call()) a batch-sized symbolic tensor
+_KERAS_SHAPE_FUNCS = {"keras.random.normal", "keras.random.uniform",
+                      "keras.random.truncated_normal", "keras.random.randint",
+                      "keras.ops.zeros", "keras.ops.ones", "keras.ops.full"}
 _LIKE_FUNCS = {"numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.full_like",
                "numpy.asarray", "numpy.array", "tensorflow.zeros_like", "tensorflow.ones_like",
                "tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.cast"}
@@ -281,10 +286,14 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return arrays.call(state, name, args, kwargs)
     if name in _LIKE_FUNCS and args and isinstance(args[0], Array):
         return arrays.like(name, args, kwargs)
-    if name in _TF_SHAPE_FUNCS:
-        dims = _as_dims(args[0] if args else kwargs.get("shape", kwargs.get("dims")))
-        return Array(dims, arrays.constructor_dtype(name, kwargs, args)) if dims is not None \
-            else Unknown(f"{name} of a shape not known")
+    if name in _TF_SHAPE_FUNCS or name in _KERAS_SHAPE_FUNCS:
+        given = args[0] if args else kwargs.get("shape", kwargs.get("dims"))
+        dims = _as_dims(given)
+        if dims is not None and name in _TF_SHAPE_FUNCS:
+            return Array(dims, arrays.constructor_dtype(name, kwargs, args))
+        symbolic = _symbolic_dims(given)
+        return Tensor(symbolic) if symbolic is not None else \
+            Unknown(f"{name} of a shape not known")
     if name in classes.TENSOR_FUNCTIONS:
         return classes.tensor_function(name, args, kwargs)
     if name.startswith("numpy."):
@@ -460,6 +469,15 @@ def _keras1_merge(interp, args, kwargs, node):
         layer_kwargs["name"] = kwargs["name"]
     layer = models.create_layer(interp, layer_type, [], layer_kwargs, node)
     return models.call_layer(interp, layer, [args[0] if args else kwargs.get("inputs")], {}, node)
+
+
+def _symbolic_dims(value) -> tuple | None:
+    """A shape whose dimensions are ints or None (a tensor's unknown batch dimension read
+    with ``ops.shape(x)[0]``), else None."""
+    if isinstance(value, (tuple, list)) and value and all(
+            v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in value):
+        return tuple(value)
+    return _as_dims(value)
 
 
 def _as_dims(value) -> tuple | None:

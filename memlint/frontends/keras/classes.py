@@ -437,9 +437,13 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
         return layer_subclasses.output_for(layer, shapes, node)
     _build_once(obj, shapes, node)
     call = obj.cls.methods.get("call")
-    if call is None:
+    step = obj.cls.methods.get("train_step") if obj.cls.kind == "model" else None
+    if call is None and step is None:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method")
-    out = run_method(interp, obj, call, [_call_inputs(layer, shapes)], {}, node)
+    if call is None:
+        out = _train_step_output(layer, step, shapes, node)
+    else:
+        out = run_method(interp, obj, call, [_call_inputs(layer, shapes)], {}, node)
     # what made each tensor call() returned (for the memory model's wiring of the inside)
     interp.state.returned_by = [t.producer if isinstance(t, Tensor) else None
                                 for t in flatten_structure(out)]
@@ -449,6 +453,21 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
         if _is_shape(declared):
             return tuple(declared)
     return _shape_of(out, obj)
+
+
+def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
+    """A Model subclass with no ``call()`` whose ``train_step(data)`` runs its models and
+    layers itself (keras.io's VAE): what ``fit`` runs is that step, traced on the input data;
+    the output of its last layer or model call is the step's output."""
+    from memlint.frontends.keras.models import output_tensors
+    obj = layer.obj
+    run_method(obj.interp, obj, step, [_call_inputs(layer, shapes)], {}, node)
+    calls = getattr(obj.interp.state, "call_collector", None) or []
+    if not calls:
+        raise ClassUnresolved(f"{obj.cls.name} has no call() method, and its train_step() "
+                              "calls no layer or model")
+    last, index = calls[-1]
+    return output_tensors(last, index)
 
 
 def _call_inputs(layer: ClassLayer, shapes: Any) -> Any:

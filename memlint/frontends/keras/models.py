@@ -9,7 +9,7 @@ from typing import Any, Optional
 import memlint.layers as registry
 from memlint.frontends.keras import classes, compiled, data, operations, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer,
+from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, Partial, SequentialModel, Tensor,
                                             TensorOp, Unknown, UserFunction, flatten_structure,
                                             is_unknown)
@@ -490,6 +490,8 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
     for value in operands:
         if isinstance(value, Tensor):
             shapes.append(value.shape)
+        elif isinstance(value, Array):  # a NumPy constant (a positional encoding)
+            shapes.append(tuple(value.shape))
         elif isinstance(value, (int, float)):
             shapes.append(())
         else:
@@ -498,7 +500,7 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
         op.calls.append(CallRecord(None, None, parents))
         unknown = next((t for t in tensors if t.shape is None), None)
         reason = unknown.reason if unknown is not None else \
-            f"'{op.name}' combines a tensor with a value not known statically"
+            f"'{op.name or op_type}' combines a tensor with a value not known statically"
         return Tensor(None, (op, 0, 0), reason=reason or "input shape unknown")
     try:
         out = shapes[0]
