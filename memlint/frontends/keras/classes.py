@@ -466,6 +466,11 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
     if not calls:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method, and its train_step() "
                               "calls no layer or model")
+    obj.interp.state.note_info(
+        obj.location, f"{obj.cls.name} '{obj.name}' has no call(): memlint reads the step fit "
+        "runs from its train_step(), as one forward and backward pass over every layer and "
+        "model call it makes (calls outside a GradientTape, or under a second one, are counted "
+        "as if trained together: an over-estimate)")
     last, index = calls[-1]
     return output_tensors(last, index)
 
