@@ -114,14 +114,18 @@ def trains_without_call(model) -> bool:
         not kind.train_step.__module__.startswith("keras")
 
 
-def build_unbuilt(model, data, first):
+def build_unbuilt(model, data, first, targets=None):
     """Build ``model`` if it is not built yet: from ``data`` when it is an array (its
     shape), else from ``first``, the first batch taken from it (None: left unbuilt).  A
-    model that trains without a call() runs its train_step() on two samples, as fit would."""
+    model that trains without a call() runs its train_step() on two samples (with their
+    ``targets`` when fit was given them: the step gets ``(x, y)``), as fit would."""
     import keras
 
     if not model.built and hasattr(data, "shape") and trains_without_call(model):
-        model.train_step(keras.ops.convert_to_tensor(np.asarray(data[:2])))
+        step_data = keras.ops.convert_to_tensor(np.asarray(data[:2]))
+        if hasattr(targets, "shape"):
+            step_data = (step_data, keras.ops.convert_to_tensor(np.asarray(targets[:2])))
+        model.train_step(step_data)
     elif not model.built and hasattr(data, "shape"):
         if is_subclassed(model):  # Keras 3 build() does not run call(): fit would
             model(keras.Input(shape=tuple(data.shape[1:])))

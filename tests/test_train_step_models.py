@@ -85,6 +85,12 @@ vae.compile(optimizer=keras.optimizers.Adam())
 vae.fit(digits, epochs=1, batch_size=16)
 '''
 
+# fit(x, y): the step gets (x, y)
+VAE_XY = VAE.replace("z_mean, z_log_var, z = self.encoder(data)",
+                     "x, y = data\n            z_mean, z_log_var, z = self.encoder(x)").replace(
+    "binary_crossentropy(data, reconstruction)", "binary_crossentropy(y, reconstruction)"
+).replace("vae.fit(digits, epochs=1", "vae.fit(digits, digits, epochs=1")
+
 POSITIONS = '''
 import numpy as np
 import keras
@@ -139,6 +145,14 @@ def test_numpy_constant_added_to_a_tensor():
     assert any(op.output_shapes == [(None, 12, 16)] for op in graph.operations)
 
 
+def test_train_step_gets_x_and_y_when_fit_is_given_both():
+    report = _report(VAE_XY)
+    vae = {g.variable: g for g in report.models}["vae"]
+    assert [layer.name for layer in vae.layers] == ["encoder", "decoder"]
+    assert vae.params == 69_110 + 68_225
+    assert not [d for d in report.diagnostics if d.code == "MEM005"]
+
+
 def test_train_step_that_calls_no_model_says_so():
     source = VAE.replace("z_mean, z_log_var, z = self.encoder(data)",
                          "z_mean, z_log_var, z = data, data, data").replace(
@@ -149,7 +163,7 @@ def test_train_step_that_calls_no_model_says_so():
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("source", [VAE, POSITIONS], ids=["vae", "positions"])
+@pytest.mark.parametrize("source", [VAE, VAE_XY, POSITIONS], ids=["vae", "vae_xy", "positions"])
 def test_matches_keras(source, tmp_path):
     require_keras()
     path = tmp_path / "model.py"

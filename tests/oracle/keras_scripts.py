@@ -94,7 +94,7 @@ def _stub(method):
                 first = None
                 fed = {"method": method, "error": f"{type(exc).__name__}: {exc}"}
             _record(self, method, fed)
-        build_unbuilt(self, data, first)
+        build_unbuilt(self, data, first, args[1] if len(args) > 1 else kwargs.get("y"))
         return None
     run.__name__ = method
     return run

@@ -23,9 +23,9 @@ import libcst as cst
 from memlint.frontends.keras import layer_subclasses, operations
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_input_shape, resolve_fed
-from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
-                                            SequentialModel, Tensor, Unknown, UserFunction,
-                                            flatten_structure)
+from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
+                                            OpaqueLayer, SequentialModel, Tensor, Unknown,
+                                            UserFunction, flatten_structure)
 from memlint.ir import Location, Weight
 from memlint.records import record
 
@@ -69,6 +69,9 @@ class ClassObject:
     dtype_policy: Optional[tuple] = None
     input_shape: Any = None  # batch first, from its first call, build() or data
     input_source: str = ""
+    # the targets fit() was given with the data (batch first; "unknown" when their shape is
+    # not known; None: none given): a train_step() receives (x, y) then
+    fed_targets: Any = None
     # a class derived from a registry layer: the parent configured by super().__init__
     base_instance: Any = None
     parent_call: Optional[tuple] = None  # (args, kwargs) given to super().__init__
@@ -275,6 +278,11 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
                 and len(fed.shape) >= 2:
             shape = (None,) + tuple(fed.shape[1:])
         if method.method != "compile" and shape is not None:
+            targets = args[1] if len(args) > 1 else kwargs.get("y")
+            if targets is not None and obj.input_shape is None:
+                obj.fed_targets = (None,) + tuple(targets.shape[1:]) \
+                    if isinstance(targets, Array) and targets.shape else \
+                    fed_input_shape(targets) or "unknown"
             trace_model(obj, shape, f"data passed to {method.method}() at line {loc.line}",
                         loc)
         return Unknown(f"result of {method.method}()")
@@ -461,7 +469,12 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
     the output of its last layer or model call is the step's output."""
     from memlint.frontends.keras.models import output_tensors
     obj = layer.obj
-    run_method(obj.interp, obj, step, [_call_inputs(layer, shapes)], {}, node)
+    data = _call_inputs(layer, shapes)
+    if obj.fed_targets is not None:  # fit(x, y): the step gets (x, y)
+        targets = obj.fed_targets
+        data = (data, Tensor(targets) if _is_shape(targets) else
+                Tensor(None, reason="the shape of the targets fit() was given is not known"))
+    run_method(obj.interp, obj, step, [data], {}, node)
     calls = getattr(obj.interp.state, "call_collector", None) or []
     if not calls:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method, and its train_step() "
