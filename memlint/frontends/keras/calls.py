@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
-                                    plain_objects, shape_attrs, tensor_ops)
+                                    plain_objects, shape_attrs, tensor_ops, training_loops)
 from memlint.frontends.keras import applications, arrays
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
@@ -82,7 +82,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
     found = devices.get_attribute(base, attr)
     if found is not devices.NOT_DEVICES:
         return found
-    if isinstance(base, plain_objects.ArgumentParser):
+    if isinstance(base, plain_objects.ArgumentParser) or (
+            isinstance(base, Optimizer) and attr in training_loops.APPLYING):
         return BoundMethod(base, attr)
     found = shape_attrs.get_attribute(base, attr)  # x._keras_shape, x.get_shape(), ...
     if found is not shape_attrs.NOT_SHAPE:
@@ -166,6 +167,9 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return call_method(interp, func.obj, func.method, args, kwargs, node)
     if isinstance(func, (LayerRef, SequentialModel, FunctionalModel)) and args \
             and isinstance(args[0], Array):  # preprocessing data: ``ds.map(augment)``
+        if isinstance(func, (SequentialModel, FunctionalModel)) and \
+                training_loops.trains(interp, kwargs):  # a custom training loop's step
+            training_loops.record_call(interp, func.usage, args, kwargs, node)
         return data.apply_to_data(func, args[0])
     if isinstance(func, (LayerRef, OpaqueLayer)):
         return models.call_layer(interp, func, args, kwargs, node)
@@ -343,6 +347,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
 
 
 def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -> Any:
+    if training_loops.record_optimizer(interp, obj, method, node):
+        return None
     if isinstance(obj, (SequentialModel, FunctionalModel)):
         return models.model_method(interp, obj, method, args, kwargs, node)
     if isinstance(obj, (data.Dataset, data.ImageGenerator)):
@@ -638,6 +644,11 @@ def _builtin(state, name: str, args: list, kwargs: dict):
             return _isinstance(args[0], args[1])
         if name == "type" and len(args) == 1 and not kwargs:
             return _type_of(args[0])
+        if name in ("zip", "enumerate") and any(isinstance(a, data.Dataset) for a in args):
+            # a training loop over a dataset's batches: one representative batch
+            args = [data.batches(a) if isinstance(a, data.Dataset) else a for a in args]
+            if any(a is None for a in args):
+                return Unknown(f"{name}() of a dataset whose batches are not known")
         if name in ("zip", "enumerate", "reversed", "sorted"):
             return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
                          "sorted": sorted}[name](*args, **kwargs))

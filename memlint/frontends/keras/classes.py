@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras import layer_subclasses, operations
+from memlint.frontends.keras import layer_subclasses, operations, training_loops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
@@ -361,6 +361,8 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
         loc = interp.location(node)
         shapes = [tuple(a.shape) for a in flat]
         single = isinstance(data, Array)
+        if training_loops.trains(interp, kwargs):  # a custom training loop's step
+            training_loops.record_call(interp, obj.usage, args, kwargs, node)
         trace_model(obj, shapes[0] if single else shapes,
                     f"its call on data at line {loc.line}", loc, keys)
     return Unknown(f"result of calling {obj.cls.name} on data")

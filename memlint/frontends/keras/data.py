@@ -462,6 +462,33 @@ def fed_input_shape(data: Any) -> Optional[tuple]:
     return None
 
 
+def batches(dataset: Dataset) -> Optional[list]:
+    """What ``for batch in dataset`` sees, as one representative item: the element with the
+    batch dimension in front of every array (a batched dataset), or the element itself
+    (an unbatched one); None when the batch size or the element is not known."""
+    batch = dataset.batch
+    if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
+        return None
+    leaves = flatten_structure(dataset.element)
+    if not leaves or not all(isinstance(leaf, Array) for leaf in leaves):
+        return None
+    if batch is None:
+        return [dataset.element]
+    return [_with_batch(dataset.element, batch)]
+
+
+def _with_batch(element: Any, batch: int) -> Any:
+    if isinstance(element, Array):
+        return Array((batch, *element.shape), element.dtype)
+    if isinstance(element, tuple):
+        return tuple(_with_batch(e, batch) for e in element)
+    if isinstance(element, list):
+        return [_with_batch(e, batch) for e in element]
+    if isinstance(element, dict):
+        return {k: _with_batch(v, batch) for k, v in element.items()}
+    return element
+
+
 def feed(dataset: Dataset) -> tuple:
     """(model inputs, batch size) of a dataset given to fit(): the inputs are the first part
     of an ``(x, y)`` / ``(x, y, sample_weight)`` element; a dict is one input per key."""

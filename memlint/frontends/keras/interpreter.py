@@ -17,7 +17,8 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras import calls, classes, devices, plain_objects, star_imports
+from memlint.frontends.keras import (calls, classes, data, devices, plain_objects, star_imports,
+                                     training_loops)
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
@@ -262,17 +263,22 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(stmt, cst.If):
             self.exec_if(stmt)
         elif isinstance(stmt, cst.With):
-            scopes = []
+            scopes, tapes = [], 0
             for item in stmt.items:
+                if isinstance(item.item, cst.Call):
+                    called = self.eval(item.item.func)
+                    tapes += training_loops.is_tape(getattr(called, "name", None))
                 value = self.eval(item.item)
                 if isinstance(value, devices.StrategyScope):
                     scopes.append(value.strategy)
                 if item.asname is not None:
                     self.assign(item.asname.name, value)
             made = len(self.state.models)
+            self.tape_depth = getattr(self, "tape_depth", 0) + tapes
             try:
                 self.exec_block(stmt.body.body)
             finally:
+                self.tape_depth -= tapes
                 for model in self.state.models[made:]:  # made inside strategy.scope()
                     if scopes and getattr(model, "strategy", None) is None:
                         model.strategy = scopes[-1]
@@ -624,6 +630,8 @@ class Interpreter(ExpressionEvaluator):
             return list(value)
         if isinstance(value, dict):
             return list(value)
+        if isinstance(value, data.Dataset):  # a custom training loop over its batches
+            return data.batches(value)
         return None
 
     def exec_if(self, stmt: cst.If) -> None:

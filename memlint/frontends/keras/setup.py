@@ -9,6 +9,7 @@ from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.losses import loss_name
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
+from memlint.frontends.keras.training_loops import TRAIN_CALL, applied_optimizer
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
 from memlint.ir import OptimizerSpec, TrainingSetup
 
@@ -26,6 +27,8 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     policy, source = model.dtype_policy or (state.dtype_policy, state.dtype_source)
     setup = TrainingSetup(dtype_policy=policy, dtype_source=source)
     setup.optimizer = _optimizer(usage)
+    if TRAIN_CALL in usage and "compile" not in usage:  # a custom loop's own optimizer
+        setup.optimizer = applied_optimizer(state) or setup.optimizer
     setup.jit_compile = _jit_compile(usage)
     setup.loss, setup.loss_source = _loss(usage)
 
@@ -35,6 +38,12 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
                                                                      f"{loc.line}", loc
             _batch_from_call(setup, method, args, kwargs, loc, fixed_batch)
             return setup
+    for args, kwargs, loc in usage.get(TRAIN_CALL, []):
+        setup.mode, setup.location = "train", loc
+        setup.mode_source = f"a training loop's call on a batch at line {loc.line} " \
+                            "(under GradientTape or training=True)"
+        _batch_from_call(setup, TRAIN_CALL, args, kwargs, loc, fixed_batch)
+        return setup
     for method in ("predict", "predict_on_batch", "predict_generator"):
         for args, kwargs, loc in usage.get(method, []):
             setup.mode, setup.mode_source, setup.location = "infer", f"{method}() at line " \
@@ -65,10 +74,12 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         if shapes is not None and len(shapes) == len(arrays):
             setup.data_shapes = shapes
             setup.data_names = input_names(data)
-            setup.data_source = f"arrays passed to {method}() at line {loc.line}"
+            setup.data_source = f"the batch the model is called on at line {loc.line}" \
+                if method == TRAIN_CALL else f"arrays passed to {method}() at line {loc.line}"
         target = args[1] if len(args) > 1 else kwargs.get("y")
-        setup.host_data = host_arrays([data, target], f"arrays passed to {method}() at "
-                                                      f"line {loc.line}", loc)
+        if method != TRAIN_CALL:  # a loop's batch comes from a dataset, not the host's arrays
+            setup.host_data = host_arrays([data, target], f"arrays passed to {method}() at "
+                                                          f"line {loc.line}", loc)
     rows = _rows(data)
     split = kwargs.get("validation_split")
     if method == "fit" and isinstance(rows, int) and isinstance(split, (int, float)) \
@@ -77,9 +88,11 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         held = f" left after validation_split={split}"
     else:
         held = ""
-    if method.endswith("_on_batch"):
+    if method.endswith("_on_batch") or method == TRAIN_CALL:
         if isinstance(rows, int):
-            setup.batch_size, setup.batch_source = rows, f"{method}() input at line {loc.line}"
+            setup.batch_size, setup.batch_source = rows, \
+                f"the batch it is called on at line {loc.line}" if method == TRAIN_CALL \
+                else f"{method}() input at line {loc.line}"
             return
     batch = kwargs.get("batch_size")
     if batch is None and method == "fit" and len(args) > 2:

@@ -52,6 +52,8 @@ class FileState:
     # --input-shape (batch first): the shape of an Input whose own shape is not known
     input_shape_hint: Optional[tuple] = None
     memory_caps: list = field(default_factory=list)  # list[MemoryCap] the code sets
+    # optimizers whose apply_gradients() the code calls (a custom training loop), with where
+    applied_optimizers: list = field(default_factory=list)
     # keras.distribution.set_distribution(...): (strategy, number of models made before it)
     distribution: Optional[tuple] = None
 

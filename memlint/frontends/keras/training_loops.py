@@ -1,0 +1,72 @@
+"""Custom training loops: the step a model runs when the code trains it without ``fit``.
+
+keras.io's "training loop from scratch" iterates over a dataset's batches, calls the model on
+each under ``tf.GradientTape()`` (or with ``training=True``) and hands the gradients to an
+optimizer's ``apply_gradients``.  memlint follows the loop over one representative batch
+(``data.batches``), and this module records what the step needs:
+
+* a model called eagerly on a batch of data inside a ``GradientTape`` block or with
+  ``training=True`` is trained at that batch size (a ``"train_call"`` usage, read by
+  ``setup.training_setup``);
+* the optimizers whose ``apply_gradients`` / ``minimize`` the code calls: when the model has no
+  ``compile()`` and the file applies exactly one optimizer, that one is the model's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
+from memlint.ir import OptimizerSpec
+
+TRAIN_CALL = "train_call"
+APPLYING = ("apply_gradients", "minimize", "apply")
+_TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
+
+
+def is_tape(name: Optional[str]) -> bool:
+    """Whether a called name is TensorFlow's gradient tape."""
+    return name in _TAPES
+
+
+def trains(interp, kwargs: dict) -> bool:
+    """A model call on data that is a training step's forward: ``training=True``, or inside a
+    ``GradientTape`` block (and not ``training=False``)."""
+    flag = kwargs.get("training")
+    if flag is True:
+        return True
+    return flag is None and getattr(interp, "tape_depth", 0) > 0
+
+
+def on_data(args: list, kwargs: dict) -> bool:
+    """Whether the call's input is data of known shape (arrays), not symbolic tensors."""
+    value = args[0] if args else kwargs.get("inputs", kwargs.get("x"))
+    leaves = flatten_structure(value)
+    return bool(leaves) and all(isinstance(leaf, Array) and leaf.shape for leaf in leaves)
+
+
+def record_call(interp, usage: dict, args: list, kwargs: dict, node) -> None:
+    """Remember a training call of a model on a batch (its usage, as ``fit`` would be)."""
+    value = args[0] if args else kwargs.get("inputs", kwargs.get("x"))
+    usage.setdefault(TRAIN_CALL, []).append(([value], {}, interp.location(node)))
+
+
+def record_optimizer(interp, optimizer: Any, method: str, node) -> bool:
+    """``optimizer.apply_gradients(...)``: remember which optimizer the code applies."""
+    if not isinstance(optimizer, Optimizer) or method not in APPLYING:
+        return False
+    applied = interp.state.applied_optimizers
+    applied.append((optimizer, interp.location(node)))
+    return True
+
+
+def applied_optimizer(state) -> Optional[OptimizerSpec]:
+    """The one optimizer the file applies to gradients, with where; None when it applies none
+    or several different ones."""
+    found = {id(opt): (opt, loc) for opt, loc in getattr(state, "applied_optimizers", [])}
+    if len(found) != 1:
+        return None
+    optimizer, loc = next(iter(found.values()))
+    spec = optimizer.spec
+    return OptimizerSpec(spec.name, dict(spec.options),
+                         f"the optimizer apply_gradients() applies at line {loc.line}")

@@ -1,0 +1,132 @@
+"""Custom training loops (keras.io's "training loop from scratch"): the model is trained at
+the batch size of the dataset the loop iterates, with the optimizer it applies."""
+
+from __future__ import annotations
+
+import textwrap
+
+from memlint.analysis import analyze_text
+from memlint.config import Settings
+
+LOOP = '''
+import numpy as np
+import tensorflow as tf
+import keras
+from keras import layers
+
+inputs = keras.Input(shape=(784,))
+x = layers.Dense(64, activation="relu")(inputs)
+outputs = layers.Dense(10)(x)
+model = keras.Model(inputs, outputs)
+optimizer = keras.optimizers.SGD(learning_rate=1e-3, momentum=0.9)
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+x_train = np.zeros((60000, 784), "float32")
+y_train = np.zeros((60000,), "int64")
+train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+train_dataset = train_dataset.shuffle(buffer_size=1024).batch(48)
+
+for epoch in range(3):
+    for step, (x_batch, y_batch) in enumerate(train_dataset):
+        with tf.GradientTape() as tape:
+            logits = model(x_batch, training=True)
+            loss_value = loss_fn(y_batch, logits)
+        grads = tape.gradient(loss_value, model.trainable_weights)
+        optimizer.apply_gradients(zip(grads, model.trainable_weights))
+'''
+
+
+def _setup(source: str):
+    report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
+    (graph,) = report.models
+    return graph.setup, report
+
+
+def test_loop_over_a_dataset_trains_at_its_batch_size_with_the_applied_optimizer():
+    setup, report = _setup(LOOP)
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert "line 21" in setup.mode_source and "line 21" in setup.batch_source
+    assert (setup.optimizer.name, setup.optimizer.options) == ("sgd", {"momentum": 0.9})
+    assert "apply_gradients() applies at line 24" in setup.optimizer.source
+    assert setup.data_shapes == [(784,)] and not setup.host_data
+    assert not [d for d in report.diagnostics if d.code == "MEM900"]
+
+
+def test_loop_without_enumerate():
+    source = LOOP.replace("for step, (x_batch, y_batch) in enumerate(train_dataset):",
+                          "for x_batch, y_batch in train_dataset:")
+    setup, _ = _setup(source)
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+
+
+def test_training_flag_without_a_tape_and_a_tape_with_training_false():
+    no_tape = LOOP.replace("with tf.GradientTape() as tape:", "if True:")
+    assert _setup(no_tape)[0].batch_size == 48
+    # outside any tape and without training=True: an inference call, not a training step
+    plain = no_tape.replace("model(x_batch, training=True)", "model(x_batch)")
+    setup, _ = _setup(plain)
+    assert setup.mode_source.startswith("assumed") and setup.batch_size == 32
+    off = LOOP.replace("model(x_batch, training=True)", "model(x_batch, training=False)")
+    assert _setup(off)[0].mode_source.startswith("assumed")
+
+
+def test_several_optimizers_are_not_guessed():
+    source = LOOP + "other = keras.optimizers.Adam()\nother.apply_gradients([])\n"
+    setup, _ = _setup(source)
+    assert setup.optimizer.name == "adam" and setup.optimizer.source.startswith("assumed")
+
+
+def test_compile_wins_over_the_applied_optimizer():
+    source = LOOP.replace('loss_fn = keras', 'model.compile(optimizer="rmsprop", loss="mse")\n'
+                                            'loss_fn = keras')
+    assert _setup(source)[0].optimizer.name == "rmsprop"
+
+
+def test_subclassed_model_in_a_loop():
+    source = LOOP.replace('''inputs = keras.Input(shape=(784,))
+x = layers.Dense(64, activation="relu")(inputs)
+outputs = layers.Dense(10)(x)
+model = keras.Model(inputs, outputs)''', '''class MLP(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = layers.Dense(64, activation="relu")
+        self.out = layers.Dense(10)
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+
+model = MLP()''')
+    setup, report = _setup(source)
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert report.models[0].params == 784 * 64 + 64 + 64 * 10 + 10
+
+
+def test_dataset_of_unknown_batch_size_leaves_the_loop_unknown():
+    source = LOOP.replace(".batch(48)", ".batch(int(np.random.rand() * 10))")
+    setup, report = _setup(source)
+    assert setup.mode_source.startswith("assumed")
+    assert any("iterable is not known" in d.message or "not known" in d.message
+               for d in report.diagnostics if d.code == "MEM900")
+
+
+STEP_FUNCTION = '''
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss_value = loss_fn(y, logits)
+    grads = tape.gradient(loss_value, model.trainable_weights)
+    optimizer.apply_gradients(zip(grads, model.trainable_weights))
+    return loss_value
+
+
+for x_batch, y_batch in train_dataset:
+    train_step(x_batch, y_batch)
+'''
+
+
+def test_step_function_under_tf_function():
+    source = LOOP[:LOOP.index("for epoch in range(3):")] + STEP_FUNCTION
+    setup, _ = _setup(source)
+    assert (setup.mode, setup.batch_size, setup.optimizer.name) == ("train", 48, "sgd")
