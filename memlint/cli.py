@@ -47,10 +47,13 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                              "from the code: KERAS_BACKEND, set_backend, imports)")
     parser.add_argument("--cuda-context", help="memory taken by the CUDA context (300MiB)")
     parser.add_argument("--reserve", help="memory the framework leaves free (TF default by GPU)")
+    from memlint.memory.profiles import DEFAULT, PROFILES
+    margins = sorted({p.verdict_margin for p in (*PROFILES.values(), DEFAULT)})
     parser.add_argument("--margin", metavar="PERCENT",
                         help="room the verdict keeps for memlint's own error, in percent of "
-                             "the peak (default: the backend's measured margin, 13-15%%; 0: "
-                             "judge the bare estimate)")
+                             "the peak (default: the backend's measured margin, "
+                             f"{margins[0]:.0%}-{margins[-1]:.0%}; 0: judge the bare "
+                             "estimate)".replace("%", "%%"))
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
     parser.add_argument("--output-format",
