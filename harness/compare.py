@@ -82,9 +82,9 @@ def cap_not_enforced(row: dict) -> bool:
 def margin(row: dict) -> float:
     """The verdict's margin today for the row's memory profile (its backend's when the row
     names none)."""
-    from memlint.memory.profiles import BACKEND_PROFILES, DEFAULT, PROFILES
-    name = row.get("memlint_profile") or BACKEND_PROFILES.get(row.get("backend") or "")
-    return PROFILES.get(name or "", DEFAULT).verdict_margin
+    from memlint.memory.profiles import DEFAULT, get_profile
+    return (get_profile(row.get("memlint_profile") or row.get("backend")) or DEFAULT
+            ).verdict_margin
 
 
 def too_close(row: dict) -> bool:

@@ -178,11 +178,11 @@ def max_batch_configs(row: dict, breakdown) -> list:
     the cap where that is more (memlint's first "does not fit"), must not."""
     from harness.compare import margin
     from memlint.memory import max_batch_size
-    from memlint.memory.verdict import with_margin
+    from memlint.memory.verdict import room_for_estimate, with_margin
 
     share = margin(row)
     cap = with_margin(row["memlint_peak"], share)
-    best = max_batch_size(breakdown, int(cap / (1 + share)))
+    best = max_batch_size(breakdown, room_for_estimate(cap, share))
     base = {k: row[k] for k in ("backend", "fixture", "model", "optimizer", "precision",
                                 "mode")}
     bigger = max(best + 1, int(best * 1.1 + 0.999), max_batch_size(breakdown, cap) + 1)

@@ -83,6 +83,11 @@ def with_margin(peak: int, margin: float) -> int:
     return peak + int(peak * margin + 0.5)
 
 
+def room_for_estimate(usable: int, margin: float) -> int:
+    """The most an estimate may come to and fit with the margin (for the largest batch)."""
+    return int(usable / (1 + margin))
+
+
 def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
     """Fits, does not fit, too close to call or unknown for ``breakdown`` on ``budget`` (a
     Budget or None)."""
@@ -101,7 +106,7 @@ def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
     else:
         status = FITS if with_margin(peak, margin) <= usable else TOO_CLOSE
     largest = None if unknown or breakdown.not_modelled else \
-        max_batch_size(breakdown, int(usable / (1 + margin)))
+        max_batch_size(breakdown, room_for_estimate(usable, margin))
     return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known,
                    margin, basis)
 

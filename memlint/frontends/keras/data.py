@@ -474,19 +474,7 @@ def batches(dataset: Dataset) -> Optional[list]:
         return None
     if batch is None:
         return [dataset.element]
-    return [_with_batch(dataset.element, batch)]
-
-
-def _with_batch(element: Any, batch: int) -> Any:
-    if isinstance(element, Array):
-        return Array((batch, *element.shape), element.dtype)
-    if isinstance(element, tuple):
-        return tuple(_with_batch(e, batch) for e in element)
-    if isinstance(element, list):
-        return [_with_batch(e, batch) for e in element]
-    if isinstance(element, dict):
-        return {k: _with_batch(v, batch) for k, v in element.items()}
-    return element
+    return [_map_leaves(dataset.element, lambda a: Array((batch, *a.shape), a.dtype))]
 
 
 def feed(dataset: Dataset) -> tuple:

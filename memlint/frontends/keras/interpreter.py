@@ -265,8 +265,8 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(stmt, cst.With):
             scopes, tapes = [], 0
             for item in stmt.items:
-                if isinstance(item.item, cst.Call):
-                    called = self.eval(item.item.func)
+                if isinstance(item.item, cst.Call) and _dotted(item.item.func):
+                    called = self.eval(item.item.func)  # a name chain: nothing runs twice
                     tapes += training_loops.is_tape(getattr(called, "name", None))
                 value = self.eval(item.item)
                 if isinstance(value, devices.StrategyScope):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
+from memlint.frontends.keras.values import Optimizer
 from memlint.ir import OptimizerSpec
 
 TRAIN_CALL = "train_call"
@@ -36,13 +36,6 @@ def trains(interp, kwargs: dict) -> bool:
     if flag is True:
         return True
     return flag is None and getattr(interp, "tape_depth", 0) > 0
-
-
-def on_data(args: list, kwargs: dict) -> bool:
-    """Whether the call's input is data of known shape (arrays), not symbolic tensors."""
-    value = args[0] if args else kwargs.get("inputs", kwargs.get("x"))
-    leaves = flatten_structure(value)
-    return bool(leaves) and all(isinstance(leaf, Array) and leaf.shape for leaf in leaves)
 
 
 def record_call(interp, usage: dict, args: list, kwargs: dict, node) -> None:
