@@ -90,6 +90,31 @@ def test_xla_keeps_conv_output_for_relu_but_a_mask_after_batch_norm():
     assert not any("mask" in n for n in saved_names(tf))
 
 
+def _relu_forward_bytes(bn_relu_into: str, capability: str) -> int:
+    """What the ReLU's forward adds to memory (its mask, if it keeps one) in a
+    Conv2D -> BatchNormalization -> ReLU block at batch 2."""
+    body = ("model = keras.Sequential([keras.Input((8, 8, 3)), "
+            "L.Conv2D(4, 3, padding='same', use_bias=False), L.BatchNormalization(), L.ReLU(), "
+            f"{bn_relu_into}, L.GlobalAveragePooling2D(), L.Dense(2)])")
+    walk = estimate(graph_of(body, batch=2), profile=XLA, compute_capability=capability)
+    steps = [m for m in walk.timeline if m["phase"] == "forward"]
+    at = [i for i, m in enumerate(steps) if m["layer"] == "re_lu"][0]
+    return steps[at]["bytes"] - steps[at - 1]["bytes"]
+
+
+def test_xla_before_hopper_reads_a_relu_sign_off_the_convolution_input_it_keeps():
+    """Float32 NCHW plans (T4, A100) of Conv2D -> BatchNormalization -> ReLU -> Conv2D keep
+    no mask for the ReLU: the second convolution keeps its input for its kernel's gradient
+    and the backward's fusions recompute the comparison.  The H100's NHWC plans keep the
+    one-byte mask; so do the T4's where something other than a kernel reads the ReLU."""
+    mask = 2 * 8 * 8 * 4  # one byte per element
+    into_conv = "L.Conv2D(4, 3, padding='same')"
+    assert _relu_forward_bytes(into_conv, "7.5") == 0
+    assert _relu_forward_bytes(into_conv, "8.0") == 0
+    assert _relu_forward_bytes(into_conv, "9.0") == mask
+    assert _relu_forward_bytes("L.Dropout(0.0)", "7.5") == mask
+
+
 def _pool_body(activation: str) -> str:
     return ("model = keras.Sequential([keras.Input((16, 16, 3)), "
             f"L.Conv2D(8, 3, padding='same'{activation}), L.MaxPooling2D(2), "

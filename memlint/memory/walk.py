@@ -535,7 +535,7 @@ class Walk(XlaFusion):
                         s.profiles and self.profile.name not in s.profiles):
                     continue
                 if s.what == "sign":
-                    if self.sign_from_zeros(layer, ins, out_shape):
+                    if self.sign_without_mask(layer, ins, out_shape, (li, ci, 0)):
                         continue
                     s = self.resolve_sign(ins, out_shape)
                 elif s.what == "scatter zeros" and not (
