@@ -142,6 +142,23 @@ def test_xla_max_pooling_after_a_relu_keeps_the_zeros_it_scatters_into():
     assert saved["output"].profiles == ("tf-graph", "default")  # XLA recomputes the windows
     tf = estimate(graph_of(_pool_body(", activation='relu'"), batch=4), profile=TF_GRAPH)
     assert "max_pooling2d scatter zeros" not in [t["name"] for t in tf.peak_at["tensors"]]
+    # the ReLU's output also read by a skip connection: the scatter adds into the skip's
+    # share of the gradient, no zeros
+    skip = ("inp = keras.Input((16, 16, 3))\n"
+            "c = L.Conv2D(8, 3, padding='same', activation='relu')(inp)\n"
+            "p = L.Conv2D(8, 3, padding='same')(L.MaxPooling2D(2)(c))\n"
+            "u = L.Concatenate()([L.UpSampling2D(2)(p), c])\n"
+            "model = keras.Model(inp, L.Dense(2)(L.GlobalAveragePooling2D()(u)))")
+    def pool_forward_bytes(body):
+        steps = [m for m in estimate(graph_of(body, batch=4), profile=XLA).timeline
+                 if m["phase"] == "forward"]
+        at = [i for i, m in enumerate(steps) if m["layer"] == "max_pooling2d"][0]
+        return steps[at]["bytes"] - steps[at - 1]["bytes"]
+
+    pooled = a // 4
+    assert pool_forward_bytes(skip) == pooled
+    assert pool_forward_bytes(skip.replace("u = L.Concatenate()([L.UpSampling2D(2)(p), c])",
+                                           "u = p")) == pooled + a
     glob = registry.REGISTRY["GlobalMaxPooling2D"]
     assert "scatter zeros" not in [s.what for s in glob.saved(
         {"data_format": "channels_last", "keepdims": False}, (None, 16, 16, 8), (None, 8))]

@@ -37,8 +37,11 @@ def _max_pool_saved(self, config, input_shape, output_shape):
     index arrays and one value array of the output's size while it runs.  The scatter
     writes into zeros of the input's shape: where a ReLU wrote the input, XLA shares that
     broadcast with the ReLU's ``max(x, 0)`` and materialises it in the forward pass, alive
-    until this backward writes the input's gradient over it (the walk resolves
-    ``"scatter zeros"`` against the profile and the input's producer).  PyTorch keeps each
+    until this backward writes the input's gradient over it.  Where another layer also
+    reads the input (a U-Net's skip connection), the scatter adds into that layer's share
+    of the gradient instead and no zeros are made (T4, A100 and H100 plans of U-Nets: the
+    scatter's destination a slice of the concatenation's gradient).  The walk resolves
+    ``"scatter zeros"`` against the profile, the input's producer and its readers.  PyTorch keeps each
     window's argmax as int64 indices and, over two or three spatial axes, the input it
     pooled (for channels-last data, Keras's channels-first copy); one-axis pooling keeps no
     input (measured on the CPU torch step)."""

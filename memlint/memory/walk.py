@@ -539,7 +539,8 @@ class Walk(XlaFusion):
                         continue
                     s = self.resolve_sign(ins, out_shape)
                 elif s.what == "scatter zeros" and not (
-                        self.profile.sign == "xla" and ins and ins[0].relu):
+                        self.profile.sign == "xla" and ins and ins[0].relu
+                        and self.pending.get(input_keys[0], 0) <= 1):
                     continue
                 elif s.what == "time-major input" and ins and ins[0].time_major:
                     if s.when != "saved":
