@@ -75,7 +75,7 @@ def test_xla_keeps_conv_output_for_relu_but_a_mask_after_batch_norm():
                     "L.Dense(2)])", batch=2)
     b = estimate(relu, profile=XLA)
     assert "conv2d pre-activation" in saved_names(b)
-    bn = graph_of("model = keras.Sequential([keras.Input((8, 8, 3)), "
+    bn = graph_of("model = keras.Sequential([keras.Input((64, 64, 3)), "
                   "L.Conv2D(4, 3, padding='same'), L.BatchNormalization(), L.ReLU(), "
                   "L.Conv2D(4, 3, padding='same'), L.GlobalAveragePooling2D(), "
                   "L.Dense(2)])", batch=2)
@@ -83,17 +83,17 @@ def test_xla_keeps_conv_output_for_relu_but_a_mask_after_batch_norm():
     names = [t["name"] for t in walk.peak_at["tensors"]]
     # the BatchNormalization's input (the conv output) is kept; the ReLU keeps one byte per
     # element, not BatchNormalization's float output; TensorFlow keeps the ReLU's output
-    assert "conv2d output" in names
-    masks = [p for p in walk.parts if p.name == "saved activations"]
-    assert masks and masks[0].bytes >= 2 * 8 * 8 * 4 * 4 + 2 * 8 * 8 * 4
+    assert "conv2d output" in names and "re_lu mask" in names
+    assert [t["bytes"] for t in walk.peak_at["tensors"] if t["name"] == "re_lu mask"] == [
+        2 * 64 * 64 * 4]
     tf = estimate(bn, profile=TF_GRAPH)
     assert not any("mask" in n for n in saved_names(tf))
 
 
-def _relu_forward_bytes(bn_relu_into: str, capability: str) -> int:
+def _relu_forward_bytes(bn_relu_into: str, capability: str, side: int = 64) -> int:
     """What the ReLU's forward adds to memory (its mask, if it keeps one) in a
-    Conv2D -> BatchNormalization -> ReLU block at batch 2."""
-    body = ("model = keras.Sequential([keras.Input((8, 8, 3)), "
+    Conv2D -> BatchNormalization -> ReLU block at batch 2 on side x side maps."""
+    body = (f"model = keras.Sequential([keras.Input(({side}, {side}, 3)), "
             "L.Conv2D(4, 3, padding='same', use_bias=False), L.BatchNormalization(), L.ReLU(), "
             f"{bn_relu_into}, L.GlobalAveragePooling2D(), L.Dense(2)])")
     walk = estimate(graph_of(body, batch=2), profile=XLA, compute_capability=capability)
@@ -106,12 +106,16 @@ def test_xla_before_hopper_reads_a_relu_sign_off_the_convolution_input_it_keeps(
     """Float32 NCHW plans (T4, A100) of Conv2D -> BatchNormalization -> ReLU -> Conv2D keep
     no mask for the ReLU: the second convolution keeps its input for its kernel's gradient
     and the backward's fusions recompute the comparison.  The H100's NHWC plans keep the
-    one-byte mask; so do the T4's where something other than a kernel reads the ReLU."""
-    mask = 2 * 8 * 8 * 4  # one byte per element
+    one-byte mask where the normalisation keeps no centred input (more than 4,096 rows per
+    channel: its reduction takes two passes); where it keeps one, the sign is read off that
+    (H100 plans of ResNets at batch 4).  The T4's keep the mask where something other than a
+    kernel reads the ReLU."""
+    mask = 2 * 64 * 64 * 4  # one byte per element
     into_conv = "L.Conv2D(4, 3, padding='same')"
     assert _relu_forward_bytes(into_conv, "7.5") == 0
     assert _relu_forward_bytes(into_conv, "8.0") == 0
-    assert _relu_forward_bytes(into_conv, "9.0") == mask
+    assert _relu_forward_bytes(into_conv, "9.0") == mask  # 8,192 rows: no centred input
+    assert _relu_forward_bytes(into_conv, "9.0", side=8) == 0  # 128 rows: centred input
     assert _relu_forward_bytes("L.Dropout(0.0)", "7.5") == mask
 
 
