@@ -193,6 +193,10 @@ class Walk(XlaFusion):
         self.pending_slot_values: list = []
         self.step_outputs: Optional[Buffer] = None  # XLA inference: the predictions' buffer
         self.early_casts: dict = {}  # layer name -> its weights' 16-bit copy, made up front
+        # XLA training: donated kernel buffers a cuDNN-layout copy has freed until the
+        # kernel's update ((bytes, layer name)), and how many such copies were made
+        self.freed_kernels: list = []
+        self.kernel_copies = 0
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -1270,16 +1274,19 @@ class Walk(XlaFusion):
         reads it in the forward's product, the backward's products and the update, so in
         training it is kept from the layer's forward until its backward is done (H100 and T4
         plans of stacks of 2 to 22 equal convolutions at small batches: every layer's copy
-        alive at the peak, XLA's temporaries growing by one kernel a layer).  XLA may also
-        put the copy into the donated buffer of a kernel already read (the GTX 960 seed
-        model: only a few kernels' worth extra); that depends on its schedule and is not
-        counted on."""
+        alive at the peak, XLA's temporaries growing by one kernel a layer), unless it
+        takes the donated buffer of a kernel already copied (:meth:`in_donated_kernel`)."""
         if self.profile.sign != "xla" or kind is None or kind.family != "convolutional":
             return None
         kernel = sum(w.size for w in layer.weights if len(w.shape) >= 3)
         if not kernel:
             return None
-        return self.alloc(0, kernel * self.prec.compute_bytes, "relayouts",
+        size = kernel * self.prec.compute_bytes
+        if self.in_donated_kernel(layer, size):
+            return self.alloc(0, 0, "relayouts",
+                              f"{layer.name} kernel in cuDNN's layout, in a donated buffer",
+                              layer.name)
+        return self.alloc(0, size, "relayouts",
                           f"{layer.name} kernel in cuDNN's layout", layer.name)
 
     def gradient_copies(self, layer) -> int:
