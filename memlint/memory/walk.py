@@ -607,10 +607,11 @@ class Walk(XlaFusion):
                                                      (li, ci, 0))
         # the fusions that read the output apply the function to the pre-activation: the
         # kernel's result is the only buffer, kept as the output
-        if len(sizes) == 1 and "sign preactivation" in kept_names \
+        if len(sizes) == 1 and kept_names & {"sign preactivation", "preactivation"} \
                 and self.activation_in_product(layer, (li, ci, 0)):
             specs = [Saved("output", needed_for=s.needed_for)
-                     if s.what == "sign preactivation" else s for s in specs]
+                     if s.what in ("sign preactivation", "preactivation") else s
+                     for s in specs]
             output_label = f"{layer.name} pre-activation"
         else:
             output_label = None
