@@ -41,8 +41,8 @@ def _max_pool_saved(self, config, input_shape, output_shape):
     reads the input (a U-Net's skip connection), the scatter adds into that layer's share
     of the gradient instead and no zeros are made (T4, A100 and H100 plans of U-Nets: the
     scatter's destination a slice of the concatenation's gradient).  The walk resolves
-    ``"scatter zeros"`` against the profile, the input's producer and its readers.  PyTorch keeps each
-    window's argmax as int64 indices and, over two or three spatial axes, the input it
+    ``"scatter zeros"`` against the profile, the input's producer and its readers.  PyTorch
+    keeps each window's argmax as int64 indices and, over two or three spatial axes, the input it
     pooled (for channels-last data, Keras's channels-first copy); one-axis pooling keeps no
     input (measured on the CPU torch step)."""
     rank = len(input_shape) - 2
