@@ -60,6 +60,12 @@ def split_k(rows: int, contracting: int, columns: int, short: bool = True) -> in
     return split if split >= 4 else 0
 
 
+def partial_sum_bytes(rows: int, contracting: int, columns: int, short: bool = True) -> int:
+    """Bytes of the float32 partial sums alone (``f32[split, rows, columns]``) of a split
+    ``[rows, contracting] x [contracting, columns]`` product (0: not split)."""
+    return split_k(rows, contracting, columns, short) * rows * columns * 4
+
+
 def partial_bytes(rows: int, contracting: int, columns: int, itemsize: int = 4,
                   copy_right: bool = True, short: bool = True) -> int:
     """Bytes of what a split product of ``itemsize``-byte operands holds while it runs: the
