@@ -1362,12 +1362,12 @@ class Walk(XlaFusion):
     def kernel_gradient_partials(self, layer) -> Optional[Buffer]:
         """The partial sums of a Dense kernel gradient's product ``x.T @ dy``, which XLA
         splits along its contracting dimension, the rows (the batch), as it splits the
-        forward's (:meth:`split_partials`): H100 plans of 784-512-512-10 MLPs at batch 1024,
-        the second layer's ``f32[4, 512, 512]`` beside its backward (memlint 12.8% under
-        without it, 12.7% over with it: the walk holds the layer's pre-activation there,
-        which XLA has freed; a swish MLP -27% -> -6%), of Dense layers over 8 x 20 inputs
-        at batch 32 (``f32[8, 64, 64]``: -12.6% -> -6.1%).  Not on the A100, whose float32
-        plans split these products in fewer slices or not at all (+0.1% -> +7.5% there)."""
+        forward's (:meth:`split_partials`), and done before the input gradient's product:
+        H100 plans of 784-512-512-10 MLPs at batch 1024, the second layer's
+        ``f32[4, 512, 512]`` at its kernel gradient's moment (a ReLU MLP: memlint 12.8%
+        under without it, exact with it), of Dense layers over 8 x 20 inputs at batch 32
+        (``f32[8, 64, 64]``: -12.6% -> -6.1%).  Not on the A100, whose float32 plans split
+        these products in fewer slices or not at all (+0.1% -> +7.5% there)."""
         if self.nchw_float32:  # the A100 splits these in fewer slices or not at all
             return None
         shape = layer.input_shapes[0] if layer.input_shapes else None
