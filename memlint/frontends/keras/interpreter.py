@@ -154,6 +154,7 @@ class Interpreter(ExpressionEvaluator):
         self.outer: tuple = ()  # enclosing function scopes, innermost first
         self.global_names: set = set()  # names declared ``global`` in the current function
         self.depth = 0  # nesting of inlined calls
+        self.tape_depth = 0  # enclosing ``with tf.GradientTape()`` blocks (training_loops)
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0  # statements and expressions evaluated (at most MAX_STEPS)
         self.deepest = 0  # deepest nesting of inlined calls reached (at most MAX_CALL_DEPTH)
@@ -274,7 +275,7 @@ class Interpreter(ExpressionEvaluator):
                 if item.asname is not None:
                     self.assign(item.asname.name, value)
             made = len(self.state.models)
-            self.tape_depth = getattr(self, "tape_depth", 0) + tapes
+            self.tape_depth += tapes
             try:
                 self.exec_block(stmt.body.body)
             finally:

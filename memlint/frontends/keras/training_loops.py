@@ -35,7 +35,7 @@ def trains(interp, kwargs: dict) -> bool:
     flag = kwargs.get("training")
     if flag is True:
         return True
-    return flag is None and getattr(interp, "tape_depth", 0) > 0
+    return flag is None and interp.tape_depth > 0
 
 
 def record_call(interp, usage: dict, args: list, kwargs: dict, node) -> None:
@@ -48,15 +48,14 @@ def record_optimizer(interp, optimizer: Any, method: str, node) -> bool:
     """``optimizer.apply_gradients(...)``: remember which optimizer the code applies."""
     if not isinstance(optimizer, Optimizer) or method not in APPLYING:
         return False
-    applied = interp.state.applied_optimizers
-    applied.append((optimizer, interp.location(node)))
+    interp.state.applied_optimizers.append((optimizer, interp.location(node)))
     return True
 
 
 def applied_optimizer(state) -> Optional[OptimizerSpec]:
     """The one optimizer the file applies to gradients, with where; None when it applies none
     or several different ones."""
-    found = {id(opt): (opt, loc) for opt, loc in getattr(state, "applied_optimizers", [])}
+    found = {id(opt): (opt, loc) for opt, loc in state.applied_optimizers}
     if len(found) != 1:
         return None
     optimizer, loc = next(iter(found.values()))
