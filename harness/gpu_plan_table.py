@@ -210,6 +210,20 @@ def markdown(data: dict, key: str = CURRENT) -> str:
         for batch in sorted({r["batch"] for r in select(rows, target=target, part="base")}):
             out.append(_line(f"{target}, {batch}", summary(
                 select(rows, target=target, part="base", batch=batch), key)))
+    large = select(rows, part="large")
+    if large:
+        out.append("")
+        out.append(f"#### Large batch (train, own optimizer, float32, batch "
+                   f"{', '.join(str(b) for b in sorted({r['batch'] for r in large}))})")
+        out.append("")
+        out.append(HEADER.format(first="target"))
+        out.append(RULE)
+        for target in ("h100", "t4", "a100"):
+            if select(large, target=target):
+                out.append(_line(target, summary(select(large, target=target), key)))
+                big = [r for r in select(large, target=target)
+                       if "plan" in r and r["plan"]["peak"] >= LARGE]
+                out.append(_line(f"{target}, XLA peak >= 64 MiB", summary(big, key)))
     cross = select(rows, part="cross")
     if cross:
         out.append("")
@@ -260,10 +274,12 @@ def markdown(data: dict, key: str = CURRENT) -> str:
 
 def liveness_lines(data: dict, key: str = CURRENT) -> list:
     """The table against XLA's liveness peak (empty when no row has it): for each target's
-    base rows and the predict step, memlint's error against the liveness peak, and how much
+    base and large-batch rows and the predict step, memlint's error against the liveness peak, and how much
     of XLA's peak its packing adds."""
     rows = data["rows"]
     groups = [(f"{t}, train", select(rows, target=t, part="base")) for t in ("h100", "t4", "a100")]
+    groups += [(f"{t}, train, large batch", select(rows, target=t, part="large"))
+               for t in ("h100", "t4", "a100")]
     groups += [(f"{t}, predict", select(rows, target=t, part="infer"))
                for t in sorted({r["target"] for r in select(rows, part="infer")})]
     lines = []

@@ -12,6 +12,10 @@ import pytest
 from harness import compare
 from harness.measure import config_key, matrix, max_batch_configs, verdict_configs
 from memlint.memory.estimate import MemoryBreakdown
+from memlint.memory.profiles import XLA
+
+# a cap of memlint's peak (1,000 bytes in these rows) plus the xla profile's margin
+FIT_CAP = round(1000 * (1 + XLA.verdict_margin))
 
 
 def _row(**kw):
@@ -26,12 +30,12 @@ def test_compare_errors_and_verdicts(tmp_path):
     rows = [_row(memlint_peak=1030), _row(memlint_peak=900), _row(memlint_peak=1010),
             _row(backend="torch", memlint_peak=1200),
             # verdicts: said fits and ran; said fits and OOM (wrong); said no and OOM
-            _row(kind="cap-fit", cap_bytes=1180, status="ok", measured_peak=1050),
-            _row(kind="cap-fit", cap_bytes=1180, status="oom", measured_peak=None),
+            _row(kind="cap-fit", cap_bytes=FIT_CAP, status="ok", measured_peak=1050),
+            _row(kind="cap-fit", cap_bytes=FIT_CAP, status="oom", measured_peak=None),
             _row(kind="cap-fail", cap_bytes=900, status="oom", measured_peak=None),
             _row(kind="cap-fail", cap_bytes=900, status="crash", measured_peak=None),
-            # a cap under the peak with the xla profile's 18% margin: too close to call
-            _row(kind="cap-fit", cap_bytes=1179, status="oom", measured_peak=None)]
+            # a cap under the peak with the xla profile's margin: too close to call
+            _row(kind="cap-fit", cap_bytes=FIT_CAP - 1, status="oom", measured_peak=None)]
     path = tmp_path / "m.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = {(s["backend"], s["basis"]): s for s in compare.summarise(compare.load([path]))}
@@ -48,8 +52,8 @@ def test_compare_errors_and_verdicts(tmp_path):
 def test_verdict_runs_not_held_to_their_cap_are_not_verdicts(tmp_path):
     rows = [_row(kind="cap-fail", cap_bytes=900, status="ok", measured_peak=None,
                  xla_plan={"peak": 950}),  # its own step needs more than the cap
-            _row(kind="cap-fit", cap_bytes=1180, status="ok", measured_peak=None),
-            _row(kind="cap-fit", cap_bytes=1180, status="oom", measured_peak=None),
+            _row(kind="cap-fit", cap_bytes=FIT_CAP, status="ok", measured_peak=None),
+            _row(kind="cap-fit", cap_bytes=FIT_CAP, status="oom", measured_peak=None),
             {**_row(status="error", measured_peak=None), "device": None}]
     path = tmp_path / "m.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -90,16 +94,18 @@ def test_matrix_alternates_backends_model_by_model():
 
 
 def test_verdict_and_max_batch_runs():
-    row = _row(memlint_peak=1_000_000)  # jax: the xla profile's 18% margin
+    row = _row(memlint_peak=1_000_000)  # jax: the xla profile's margin
+    cap = FIT_CAP * 1000
     fit, fail = verdict_configs(row)
-    assert fit["cap_bytes"] == 1_180_000 and fail["cap_bytes"] == 900_000
+    assert fit["cap_bytes"] == cap and fail["cap_bytes"] == 900_000
     b = MemoryBreakdown(mode="train", batch_size=8, fixed_bytes=200_000,
                         per_sample_bytes=100_000)
     best, bigger = max_batch_configs(row, b)
-    # 1,180,000 / 1.18 = 1,000,000 with the margin: batch 8; batch 10 is the first whose
-    # peak (1,200,000) is over the cap, where memlint says it does not fit
-    assert best["batch"] == 8 and bigger["batch"] == 10
-    assert best["cap_bytes"] == bigger["cap_bytes"] == 1_180_000
+    # the cap less the margin is 1,000,000: batch 8; the first batch whose peak
+    # (200,000 + 100,000 per sample) is over the cap is where memlint says it does not fit
+    first_over = (cap - 200_000) // 100_000 + 1
+    assert best["batch"] == 8 and bigger["batch"] == max(9, first_over)
+    assert best["cap_bytes"] == bigger["cap_bytes"] == cap
 
 
 @pytest.mark.slow

@@ -171,7 +171,8 @@ def test_too_close_warns_and_names_the_batch_that_fits_with_the_margin():
     assert result.status == TOO_CLOSE and result.margin == DEFAULT.verdict_margin
     (d,) = [d for d in report.diagnostics if d.code == "MEM002"]
     assert d.severity == "warning" and d.line == 7  # the fit() call
-    assert "too close to call" in d.message and "18% margin" in d.message
+    assert "too close to call" in d.message \
+        and f"{DEFAULT.verdict_margin:.0%} margin" in d.message
     best = d.data["max_batch_size"]
     assert 0 < best < 1024 and f"batch size <= {best} fits with the margin" in d.message
     assert "too close to call" in verdict_text(result)
@@ -181,7 +182,7 @@ def test_too_close_warns_and_names_the_batch_that_fits_with_the_margin():
 
 def test_fits_with_room_or_with_the_margin_set_to_zero():
     peak = _peak()
-    roomy = run(gpu=str(int(peak * 1.2) + 2 * MiB))
+    roomy = run(gpu=str(int(peak * (1 + DEFAULT.verdict_margin + 0.02)) + 2 * MiB))
     assert verdict(roomy.breakdowns[0], roomy.budget).status == FITS
     assert not [d for d in roomy.diagnostics if d.code == "MEM002"]
     bare = run(gpu=str(int(peak * 1.05) + 2 * MiB), margin="0%")

@@ -74,7 +74,7 @@ class Profile:
     # this backend's most exact oracle came out over memlint's peak (models of 1 MiB or
     # more), as a share of memlint's peak, rounded up, and what it was measured against (memory/verdict.py;
     # tests/test_verdict_margin.py keeps it covering the stored comparisons)
-    verdict_margin: float = 0.18
+    verdict_margin: float = 0.26
     margin_basis: str = ""
     notes: tuple = ()
 
@@ -85,7 +85,7 @@ class Profile:
 TF_GRAPH = Profile(
     name="tf-graph", title="TensorFlow graph mode, BFC allocator", round_bytes=256,
     inplace_elementwise=True, weight_gradients="kept", sign="output",
-    update_temporaries="graph", verdict_margin=0.18,
+    update_temporaries="graph", verdict_margin=0.26,
     margin_basis="no oracle measures TensorFlow graph mode's GPU peak exactly: the largest "
                  "margin of the other backends",
     notes=("every gradient materialised before the update",
@@ -96,9 +96,9 @@ TF_GRAPH = Profile(
 XLA = Profile(
     name="xla", title="XLA-compiled step (Keras 3 on JAX, or TensorFlow with jit_compile)",
     round_bytes=256, inplace_elementwise=True, weight_gradients="consumed", sign="xla",
-    framework_reserve=0, verdict_margin=0.18,
-    margin_basis="XLA's own plans of the step for H100, T4 and A100 GPUs came out at most "
-                 "17.1% over its estimate",
+    framework_reserve=0, verdict_margin=0.26,
+    margin_basis="XLA's own plans of the step for H100, T4 and A100 GPUs (batches 4 to 256) "
+                 "came out at most 25.2% over its estimate",
     notes=("element-wise layers in place; ReLU keeps a 1-byte mask or a kernel's output",
            "each weight gradient consumed by the update once its layer is done",
            "inputs and targets are step arguments",
@@ -130,7 +130,7 @@ TORCH = Profile(
 # backend), without an allocator model.
 DEFAULT = Profile(
     name="default", title="TensorFlow graph-mode schedule, no allocator model",
-    inplace_elementwise=True, weight_gradients="kept", sign="output", verdict_margin=0.18,
+    inplace_elementwise=True, weight_gradients="kept", sign="output", verdict_margin=0.26,
     margin_basis="the backend is not known: the largest margin of the backends",
     notes=("every gradient materialised before the update", "no allocator rounding"))
 

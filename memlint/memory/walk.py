@@ -744,7 +744,8 @@ class Walk(XlaFusion):
         inside = None if kept_inside else self.inner_forward(layer, kind, ins, outputs)
         partials = self.split_partials(layer, in_shape, backward=False)
         if partials is not None and requires_grad and sizes and sizes[0]:
-            partials = self.keep_partial_sums(call, in_shape, sizes[0], partials)
+            partials = self.keep_partial_sums(call, in_shape, sizes[0], partials,
+                                              (li, ci, 0))
         if unfused:
             self.release_before_epilogue(ins, outputs)
         self.event("forward", layer.name)
@@ -1330,21 +1331,28 @@ class Walk(XlaFusion):
         return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
 
     def keep_partial_sums(self, call: "_Call", in_shape, out_size: tuple,
-                          partials: Buffer) -> Buffer:
+                          partials: Buffer, key: tuple) -> Buffer:
         """A split Dense product whose own activation's backward reads the pre-activation
-        (GELU, swish): XLA computes the activation from the partial sums, summing them in
-        the activation's fusion, and keeps the partial sums, not their sum, until the
-        activation's backward (H100 plans of 784-512-512-10 MLPs with SGD at batches 32 to
-        1024: each split layer's ``f32[split, batch, 512]`` from its forward to its
-        activation's backward; memlint's error at batches 32-512, GELU +2.6 / +4.5 / -6.9 /
-        -10.7 / -7.8% -> +1.3 / +2.2 / +3.2 / +5.4 / +11.8%, swish +1.3 / +2.3 / -10.1 / -21.4 /
-        -15.4% -> +0.0 / +0.0 / -3.2 / -5.3 / +5.6%; with ReLU or tanh the sum is written and
-        the partials die).  The walk holds the partial sums beyond the pre-activation's bytes
-        (it keeps the pre-activation) and leaves the product's padded operand copies a
-        transient; returns the transient."""
+        (GELU, swish), or whose activation only Dropout reads: XLA computes the activation
+        from the partial sums, summing them in the activation's fusion, and keeps the
+        partial sums, not their sum, until the activation's backward (H100 plans of
+        784-512-512-10 MLPs with SGD at batches 32 to 1024: each split layer's ``f32[split,
+        batch, 512]`` from its forward to its activation's backward; memlint's error at
+        batches 32-512, GELU +2.6 / +4.5 / -6.9 / -10.7 / -7.8% -> +1.3 / +2.2 / +3.2 / +5.4
+        / +11.8%, swish +1.3 / +2.3 / -10.1 / -21.4 / -15.4% -> +0.0 / +0.0 / -3.2 / -5.3 /
+        +5.6%; with ReLU or tanh the sum is written and the partials die), and any
+        activation whose output only Dropout layers read, where products are split on
+        Hopper: the dropout's fusion sums the partials as it reads them and the activation's
+        backward reads them again (H100 plans of the same MLPs with Dropout(0.2) and Adam at
+        batch 256: ReLU -13.0% -> -2.6%, tanh -10.3% -> -0.0%; the A100 splits these
+        products in fewer slices). The walk holds the partial sums beyond the
+        pre-activation's bytes (it keeps the pre-activation) and leaves the product's padded
+        operand copies a transient; returns the transient."""
         layer = call.layer
-        if activation_need((layer.config or {}).get("activation")) != "input" \
-                or (layer.config or {}).get("activation") in (None, "linear"):
+        activation = (layer.config or {}).get("activation")
+        if activation in (None, "linear") or (
+                activation_need(activation) != "input" and (self.nchw_float32 or not (
+                    self._all_readers(key, lambda reader: reader.type == "Dropout")))):
             return partials
         sums = partial_sum_bytes(self.product_rows(in_shape), in_shape[-1], _units(layer),
                                  not self.nchw_float32)
