@@ -90,3 +90,26 @@ def test_float16_products_pad_to_sixteen_bytes_per_slice():
     assert partial_bytes(32, 784, 512, itemsize=2) == 1_429_504
     assert partial_bytes(32, 784, 512, itemsize=2, copy_right=False) == \
         1_429_504 - 832 * 512 * 2
+
+
+# The fit against the stored grid of deviceless H100 plans (harness.gemm_split_probe): how
+# many products split_k gives XLA's split for, and how many it splits in fewer slices than
+# XLA (fewer slices: fewer partial sums counted, the side that under-estimates).  A change of
+# the fit must not do worse on either; the figures are the current fit's, to be raised.
+GRID_AGREES_AT_LEAST = 102
+GRID_FEWER_AT_MOST = 34
+
+
+def test_split_k_against_the_stored_grid_of_h100_plans():
+    from harness.gemm_split_probe import grid, load
+
+    data = load()
+    assert data["meta"]["target"] == "h100"
+    splits = {tuple(int(v) for v in key.split(",")): s for key, s in data["splits"].items()}
+    assert set(splits) == set(grid())
+    agrees = sum(split_k(*shape) == s for shape, s in splits.items())
+    fewer = [(shape, s, split_k(*shape)) for shape, s in splits.items() if split_k(*shape) < s]
+    assert agrees >= GRID_AGREES_AT_LEAST
+    assert len(fewer) <= GRID_FEWER_AT_MOST, fewer
+    # the data: every split XLA chose is a power of two
+    assert all(s == 0 or s & (s - 1) == 0 for s in splits.values())
