@@ -1401,7 +1401,8 @@ class Walk(XlaFusion):
         # before Hopper (the A100) short contracting sizes are taken as not split
         short = not self.nchw_float32
         if kernel:
-            size = partial_bytes(features, rows, units, self.compute_bytes, not cast, short)
+            size = partial_bytes(features, rows, units, self.compute_bytes, not cast, short,
+                                 transposed=True)
         elif backward:
             size = partial_bytes(rows, units, features, self.compute_bytes, not cast, short)
         else:
