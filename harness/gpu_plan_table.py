@@ -219,10 +219,10 @@ def markdown(data: dict, key: str = CURRENT) -> str:
         out.append(HEADER.format(first="target"))
         out.append(RULE)
         for target in ("h100", "t4", "a100"):
-            if select(large, target=target):
-                out.append(_line(target, summary(select(large, target=target), key)))
-                big = [r for r in select(large, target=target)
-                       if "plan" in r and r["plan"]["peak"] >= LARGE]
+            rows_of = select(large, target=target)
+            if rows_of:
+                big = [r for r in rows_of if "plan" in r and r["plan"]["peak"] >= LARGE]
+                out.append(_line(target, summary(rows_of, key)))
                 out.append(_line(f"{target}, XLA peak >= 64 MiB", summary(big, key)))
     cross = select(rows, part="cross")
     if cross:
@@ -274,8 +274,8 @@ def markdown(data: dict, key: str = CURRENT) -> str:
 
 def liveness_lines(data: dict, key: str = CURRENT) -> list:
     """The table against XLA's liveness peak (empty when no row has it): for each target's
-    base and large-batch rows and the predict step, memlint's error against the liveness peak, and how much
-    of XLA's peak its packing adds."""
+    base and large-batch rows and the predict step, memlint's error against the liveness
+    peak, and how much of XLA's peak its packing adds."""
     rows = data["rows"]
     groups = [(f"{t}, train", select(rows, target=t, part="base")) for t in ("h100", "t4", "a100")]
     groups += [(f"{t}, train, large batch", select(rows, target=t, part="large"))

@@ -1350,9 +1350,9 @@ class Walk(XlaFusion):
         operand copies a transient; returns the transient."""
         layer = call.layer
         activation = (layer.config or {}).get("activation")
-        if activation in (None, "linear") or (
-                activation_need(activation) != "input" and (self.nchw_float32 or not (
-                    self._all_readers(key, lambda reader: reader.type == "Dropout")))):
+        if activation in (None, "linear"):
+            return partials
+        if activation_need(activation) != "input" and not self.dropout_reads(key):
             return partials
         sums = partial_sum_bytes(self.product_rows(in_shape), in_shape[-1], _units(layer),
                                  not self.nchw_float32)
@@ -1366,6 +1366,12 @@ class Walk(XlaFusion):
         call.holds.append((held, False))
         return self.alloc(0, max(partials.at(self.batch) - sums, 0), "work",
                           f"{layer.name} split-K padded operands", layer.name)
+
+    def dropout_reads(self, key: tuple) -> bool:
+        """Whether only Dropout layers read the tensor ``key``, on a GPU whose float32
+        products split as Hopper's do (:meth:`keep_partial_sums`)."""
+        return not self.nchw_float32 and self._all_readers(
+            key, lambda reader: reader.type == "Dropout")
 
     def kernel_gradient_partials(self, layer) -> Optional[Buffer]:
         """The partial sums of a Dense kernel gradient's product ``x.T @ dy``, which XLA
