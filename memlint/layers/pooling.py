@@ -7,6 +7,7 @@ global pooling shares :class:`_GlobalPooling`.  Keras 3's short names (``MaxPool
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar, Optional
 
 from memlint.layers.base import (
@@ -99,10 +100,18 @@ def _padded(config, input_shape, output_shape):
 
 def _global_max_saved(self, config, input_shape, output_shape):
     """Global max pooling compares its input with its output in the backward: it keeps
-    both (no scatter: its gradient is a select)."""
+    both (no scatter: its gradient is a select).  Under XLA the comparison is a one-byte
+    mask of the input's shape beside the count of maxima per output (H100 plan of
+    Conv2D(32, relu) -> GlobalMaxPooling2D at batch 32: ``pred[32, 32, 32, 32]`` alive
+    until the select writes the input's gradient)."""
     rank = len(input_shape) - 2
-    return [Saved("input", needed_for="inputs"), Saved("output", needed_for="inputs")
-            ] + _window_scratch(rank, output_shape)
+    others = tuple(name for name in NOT_TORCH if name != "xla")
+    return [Saved("input", needed_for="inputs"), Saved("output", needed_for="inputs"),
+            Saved("location mask", tuple(input_shape), "bool", needed_for="inputs",
+                  when="backward", profiles=("xla",)),
+            Saved("maxima counts", tuple(output_shape), "float32", needed_for="inputs",
+                  when="backward", profiles=("xla",))] + [
+        replace(s, profiles=others) for s in _window_scratch(rank, output_shape)]
 
 
 def _window_scratch(rank: int, output_shape) -> list:

@@ -184,6 +184,7 @@ class Walk(XlaFusion):
         self.unmapped = frozenset(graph.opened_unmapped)
         self.weight_grads: dict = {}
         self.calls_left: dict = {}
+        self.later_calls: list = []  # the calls whose backward is still to come
         self.call_order: list = []
         self.early_scratch: dict = {}  # (layer, call, what) -> scratch allocated before it
         # weight gradients made after the rest of the backward: (layer, bytes, the holds and
@@ -362,9 +363,10 @@ class Walk(XlaFusion):
             for t in outputs:
                 t.output = False
                 self.maybe_free(t)
-            for call in reversed(calls):
-                if call is not None:
-                    self.backward(call)
+            remaining = [call for call in reversed(calls) if call is not None]
+            for i, call in enumerate(remaining):
+                self.later_calls = remaining[i + 1:]
+                self.backward(call)
             self.deferred_weight_gradients()
             combined = self.all_reduce_copy()
             if combined is not None:
@@ -559,6 +561,9 @@ class Walk(XlaFusion):
                     s = Saved("output", needed_for=s.needed_for)
                 elif s.what == "float32 input" and self.compute_bytes == 4:
                     s = Saved("input", needed_for=s.needed_for)  # no cast: the input
+                elif s.what == "location mask" and not self.location_mask_written(
+                        in_shape, out_shape):
+                    continue
                 specs.append(s)
         # an input recomputed from a normalisation fused into this call is not kept: the
         # call may write over it
@@ -1110,6 +1115,13 @@ class Walk(XlaFusion):
             t.grad.broadcast = layer.type in _BROADCAST_BACKWARD
             t.grad.library = self.library_output(REGISTRY.get(layer.type))  # cuDNN's dX
             made = True
+        if made:
+            selected = [t for t in call.inputs if t.grad is not None]
+            for other, t in self.sibling_selects(call):  # their gradients made at once
+                t.grad = self.alloc(t.buf.per_sample, t.buf.fixed, "grad",
+                                    f"gradient of {other}'s input", other)
+                selected.append(t)
+            self.activation_done(call, selected)
         if made:
             shape = layer.input_shapes[0] if layer.input_shapes else None
             partials = self.split_partials(layer, shape, backward=True)

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 from memlint.layers.base import REGISTRY, Saved
-from memlint.ir import as_shape_list
+from memlint.ir import as_shape_list, shape_size
 
 if TYPE_CHECKING:  # annotations only: the walk imports this module
     from memlint.memory.walk import _Call, _Tensor
@@ -26,6 +26,9 @@ _FUSIBLE = frozenset({
     "Normalization",
 })
 
+
+# XLA GPU (Hopper): the longest global max whose comparison mask is not written
+MASKED_REDUCTION = 256
 
 ONE_PASS_REDUCTION_ROWS = 32 * 128  # XLA GPU: the longest column reduction done in one pass
 
@@ -57,6 +60,17 @@ def _is_window_pooling(layer, kind) -> bool:
     """A max or average pooling over windows (not a global one)."""
     return kind is not None and kind.family == "pooling" \
         and not layer.type.startswith("Global")
+
+
+def _is_global_max_pooling(layer) -> bool:
+    """A global max pooling (any rank)."""
+    return layer.type.startswith("GlobalMaxPool")
+
+
+def _writes_activation_of_its_own(layer) -> bool:
+    """A layer with an ``activation=`` other than linear (not an activation layer)."""
+    return layer.type not in ("ReLU", "Activation") \
+        and (layer.config or {}).get("activation") not in (None, "linear")
 
 
 def _dilates_in_a_fusion(layer) -> bool:
@@ -186,10 +200,13 @@ class XlaFusion:
         towers: one tower's last convolution output waits, unpooled, for the other)."""
         if not self.train and self.profile.sign == "xla" and _is_window_pooling(layer, kind):
             return self._all_calls_read(key, self._merged_or_fused_into_one)
-        if self.train or not (self.profile.sign == "xla" and (
+        if not (self.profile.sign == "xla" and (
                 layer.type in _FUSIBLE or layer.type == "Concatenate"
                 or (kind is not None and kind.elementwise))):
             return False
+        if self.train:
+            return self._read_through_elementwise(
+                key, depth, lambda reader, k: _is_global_max_pooling(reader))
         return self._read_through_elementwise(
             key, depth, lambda reader, k: _is_window_pooling(reader, k)
             or self.product_reads_fused(reader))
@@ -240,12 +257,15 @@ class XlaFusion:
         4, +21.5% -> +0.8% with GELU counted too; the T4's cuBLAS calls read a written
         output).  What the function's backward keeps besides (GELU's products) stays."""
         config = layer.config or {}
-        if not (self.profile.sign == "xla" and self.train and not self.gemm_workspace) \
+        if not (self.profile.sign == "xla" and self.train) \
                 or layer.type in ("ReLU", "Activation") \
                 or config.get("activation") in (None, "linear"):
             return False
-        return self._all_readers(key, lambda reader: self.product_reads_fused(reader)
-                                 or _dilates_in_a_fusion(reader))
+        if self._all_readers(key, _is_global_max_pooling):
+            return True
+        return not self.gemm_workspace and self._all_readers(
+            key, lambda reader: self.product_reads_fused(reader)
+            or _dilates_in_a_fusion(reader))
 
     def product_reads_fused(self, layer) -> bool:
         """Whether ``layer`` is a Dense whose product XLA emits as a fusion that computes an
@@ -261,6 +281,81 @@ class XlaFusion:
         rows, units = self.product_rows(shape), _units(layer)
         return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
                                                                        units))
+
+    def location_mask_written(self, in_shape, out_shape) -> bool:
+        """Whether XLA writes a global max pooling's comparison of its input with the
+        maxima (a one-byte mask of the input's shape) for the backward's select and the
+        count of maxima to share: on Hopper, where each maximum is over more than
+        ``MASKED_REDUCTION`` elements (H100 plans of Conv1D(32, relu) ->
+        GlobalMaxPooling1D at batch 32: a mask over 384, 512 and 1,024 steps, none over 40,
+        128 and 256; of Conv2D over 32x32 maps, none over 8x8); the T4 and A100 plans of
+        the 32x32 and 64x64 maps fuse it into both."""
+        if self.nchw_float32 or self.gemm_workspace:
+            return False
+        inner, outer = shape_size(in_shape, 1), shape_size(out_shape, 1)
+        return bool(inner and outer) and inner > MASKED_REDUCTION * outer
+
+    def sibling_selects(self, call) -> list:
+        """(layer name, input tensor) of the global max poolings whose backward XLA runs in
+        the same fusion as ``call``'s, a global max pooling's: poolings of inputs of one
+        shape concatenated, whose concatenation only element-wise calls read (a Dropout's
+        backward, computed once for all of them), make their input gradients in one
+        multi-output fusion before either input's producer runs its backward (H100 plans of
+        two Conv1D(relu) -> GlobalMaxPooling1D branches concatenated into Dropout -> Dense at
+        batch 256: both input gradients beside both convolutions' outputs, -15.8% with one
+        at a time; without the Dropout, one select at a time)."""
+        if not (self.profile.sign == "xla" and self.train
+                and _is_global_max_pooling(call.layer) and call.inputs and call.outputs):
+            return []
+        join = self._elementwise_join(call.outputs[0])
+        if join is None:
+            return []
+        shape = call.inputs[0].shape
+        out = []
+        for other in self.later_calls:
+            if not _is_global_max_pooling(other.layer) or not other.inputs \
+                    or not other.outputs or other.outputs[0].grad is None \
+                    or self._elementwise_join(other.outputs[0]) != join:
+                continue
+            t = other.inputs[0]
+            if t.shape == shape and t.requires_grad and t.grad is None \
+                    and t not in self.data and not t.freed:
+                out.append((other.layer.name, t))
+        return out
+
+    def _elementwise_join(self, t) -> Optional[tuple]:
+        """The Concatenate call that alone reads the tensor ``t``, when only element-wise
+        calls read its own output (None otherwise)."""
+        key = next((k for k, v in self.tensors.items() if v is t), None)
+        readers = self.consumers.get(key, []) if key is not None else []
+        if len(readers) != 1 or self.graph.layers[readers[0][0]].type != "Concatenate":
+            return None
+        after = self.readers(readers[0] + (0,))
+        if after and all(reader.type in _FUSIBLE or (
+                REGISTRY.get(reader.type) is not None and (
+                    REGISTRY.get(reader.type).elementwise
+                    or REGISTRY.get(reader.type).family == "regularization"))
+                for reader in after):
+            return readers[0]
+        return None
+
+    def activation_done(self, call, selected: list) -> None:
+        """Under XLA a global max pooling's backward select also applies the backward of the
+        activation its input's producer computes (:meth:`activation_in_product`): the
+        producer's hold of its pre-activation ends there, not at its own backward (H100 plan
+        of two Conv1D(relu) -> GlobalMaxPooling1D branches: the convolutions' results die
+        at the select fusion that makes both gradients)."""
+        if not (self.profile.sign == "xla" and self.train
+                and _is_global_max_pooling(call.layer)):
+            return
+        for t in selected:
+            producer = next((c for c in self.later_calls if t in c.outputs), None)
+            if producer is None or len(producer.outputs) != 1 \
+                    or not _writes_activation_of_its_own(producer.layer):
+                continue
+            for entry in [h for h in producer.holds if h[0] is t and not h[1]]:
+                producer.holds.remove(entry)
+                self.unhold(t)
 
     def _merged_or_fused_into_one(self, call: tuple, depth: int = 8) -> bool:
         """A call of a merged product, or an element-wise call whose output only such calls
