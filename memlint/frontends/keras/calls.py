@@ -13,7 +13,7 @@ from typing import Any
 
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, shape_attrs, tensor_ops, training_loops)
-from memlint.frontends.keras import applications, arrays
+from memlint.frontends.keras import application_preprocessing, applications, arrays
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
@@ -312,6 +312,11 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return applications.call_factory(interp, factory, name, args, kwargs, node)
     if applications.is_model_zoo(name):
         return applications.zoo_note(interp, name, node)
+    module = application_preprocessing.preprocessing_module(name)
+    if module is not None:
+        value = application_preprocessing.preprocess_input(interp, module, args, kwargs, node)
+        if value is not None:
+            return value
     if name in ("types.SimpleNamespace", "argparse.Namespace") and not args:
         return plain_objects.namespace(kwargs)
     if name == "argparse.ArgumentParser":
