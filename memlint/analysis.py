@@ -13,7 +13,7 @@ from memlint.config import Settings
 from memlint.diagnostics import Diagnostic
 from memlint.ir import OptimizerSpec
 from memlint.memory import estimate
-from memlint.memory.optimizers import is_known
+from memlint.memory.optimizers import heaviest, is_known
 from memlint.memory.profiles import profile_for
 from memlint.placement import place, process_budget, sharded
 from memlint.suppression import is_suppressed, suppressions
@@ -71,6 +71,8 @@ def apply_overrides(graph, settings: Settings) -> None:
     if settings.optimizer is not None:
         name = settings.optimizer.lower()
         setup.optimizer = OptimizerSpec(name, {}, "configured optimizer (--optimizer or config)")
+    else:
+        setup.optimizer = heaviest(setup.optimizer, setup.later_optimizers)
 
 
 def analyze_file(path: str, settings: Settings) -> FileReport:

@@ -166,6 +166,9 @@ class TrainingSetup:
     batch_size: Optional[int] = None
     batch_source: str = "unknown"
     optimizer: OptimizerSpec = field(default_factory=OptimizerSpec)
+    # the optimizers of the model's later compile() calls (a recompile for fine-tuning):
+    # the analysis keeps the one with the most state (memlint.memory.optimizers.heaviest)
+    later_optimizers: list = field(default_factory=list)  # list[OptimizerSpec]
     dtype_policy: str = "float32"  # float32, float16, mixed_float16, mixed_bfloat16, ...
     dtype_source: str = "default"
     location: Optional[Location] = None  # the call (fit, train_on_batch, predict) that set the mode

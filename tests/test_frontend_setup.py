@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from memlint.analysis import analyze_text
+from memlint.config import Settings
 from memlint.frontends.keras import analyze_source
 
 MODEL = ("import numpy as np\n"
@@ -36,6 +38,27 @@ def test_optimizer_from_compile(compile_call, name, options):
     assert setup.optimizer.name == name
     assert setup.optimizer.options == options
     assert "compile()" in setup.optimizer.source
+
+
+def test_a_recompile_keeps_every_optimizer_and_the_analysis_the_heaviest():
+    """Fine-tuning recompiles: frozen with SGD, then unfrozen with Adam.  The frontend keeps
+    both; the analysis pairs the layers' last trainable state with the optimizer holding the
+    most state, so the unfrozen phase's slots are counted (with SGD alone: none)."""
+    tail = ("model.compile('sgd', 'mse')\nmodel.fit(np.zeros((8, 4)), np.zeros((8, 2)))\n"
+            "model.compile(keras.optimizers.Adam(1e-5), 'mse')\n"
+            "model.compile(keras.optimizers.RMSprop(), 'mse')\n")
+    setup = setup_of(tail)
+    assert setup.optimizer.name == "sgd"
+    assert [spec.name for spec in setup.later_optimizers] == ["adam", "rmsprop"]
+    report = analyze_text(MODEL + tail, "s.py", Settings())
+    (graph,) = report.models
+    assert graph.setup.optimizer.name == "adam"
+    assert "line 7" in graph.setup.optimizer.source and "3 compile() calls" in \
+        graph.setup.optimizer.source
+    assert report.breakdowns[0].category("optimizer") == 2 * 10 * 4  # Adam's slots, float32
+    # a configured optimizer still wins
+    configured = analyze_text(MODEL + tail, "s.py", Settings(optimizer="sgd"))
+    assert configured.models[0].setup.optimizer.name == "sgd"
 
 
 @pytest.mark.parametrize("compile_call,loss", [

@@ -41,6 +41,22 @@ def slots_per_variable(spec: OptimizerSpec) -> int:
     return slots
 
 
+def heaviest(first: OptimizerSpec, later: list) -> OptimizerSpec:
+    """Of a model's compile() calls' optimizers (a recompile for fine-tuning), the one with
+    the most state per parameter (the first on a tie), its source naming the others: the
+    estimate pairs it with the layers' last trainable state, so no phase is under-counted."""
+    if not later:
+        return first
+    chosen = first
+    for spec in later:
+        if slots_per_variable(spec) > slots_per_variable(chosen):
+            chosen = spec
+    names = ", ".join(spec.name for spec in [first, *later])
+    return OptimizerSpec(chosen.name, dict(chosen.options),
+                         f"{chosen.source}; the most state of the model's "
+                         f"{len(later) + 1} compile() calls ({names})")
+
+
 def optimizer_elements(spec: OptimizerSpec, trainable_shapes: list) -> int:
     """Elements of optimizer state for the given trainable variable shapes."""
     total = slots_per_variable(spec) * sum(prod(s) if s else 1 for s in trainable_shapes)

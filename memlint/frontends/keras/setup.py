@@ -26,7 +26,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     usage = model.usage
     policy, source = model.dtype_policy or (state.dtype_policy, state.dtype_source)
     setup = TrainingSetup(dtype_policy=policy, dtype_source=source)
-    setup.optimizer = _optimizer(usage)
+    setup.optimizer, *setup.later_optimizers = _optimizers(usage)
     if TRAIN_CALL in usage and "compile" not in usage:  # a custom loop's own optimizer
         setup.optimizer = applied_optimizer(state) or setup.optimizer
     setup.jit_compile = _jit_compile(usage)
@@ -211,16 +211,22 @@ def _loss(usage: dict) -> tuple:
     return None, "no compile() found"
 
 
-def _optimizer(usage: dict) -> OptimizerSpec:
-    for args, kwargs, loc in usage.get("compile", []):
-        value = args[0] if args else kwargs.get("optimizer", "rmsprop")
-        where = f"compile() at line {loc.line}"
-        if isinstance(value, str):
-            return optimizer_spec(value, [], {}, where)
-        if isinstance(value, Optimizer):
-            spec = value.spec
-            return OptimizerSpec(spec.name, dict(spec.options), where)
-        return OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}): the "
-                                                   f"optimizer in {where} is not known statically")
-    return OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}; no compile() "
-                                                 "found)")
+def _optimizers(usage: dict) -> list:
+    """The optimizer of each compile() call of the model, in order (one assumed when there
+    is none)."""
+    specs = [_compiled_optimizer(args, kwargs, loc)
+             for args, kwargs, loc in usage.get("compile", [])]
+    return specs or [OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}; no "
+                                                          "compile() found)")]
+
+
+def _compiled_optimizer(args: list, kwargs: dict, loc) -> OptimizerSpec:
+    value = args[0] if args else kwargs.get("optimizer", "rmsprop")
+    where = f"compile() at line {loc.line}"
+    if isinstance(value, str):
+        return optimizer_spec(value, [], {}, where)
+    if isinstance(value, Optimizer):
+        spec = value.spec
+        return OptimizerSpec(spec.name, dict(spec.options), where)
+    return OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}): the "
+                                               f"optimizer in {where} is not known statically")
