@@ -2196,20 +2196,28 @@ GLOBAL_MAX = ("model = keras.Sequential([keras.Input((32, 32, 3)), "
               "L.Dense(4)])")
 
 
+@pytest.mark.parametrize("separate", [False, True])
 @pytest.mark.parametrize("capability, plan_peak, mask", [
     ("9.0", 9_873_892, True), ("7.5", 9_211_108, False)])
-def test_a_relu_only_a_global_max_pooling_reads_is_never_written(capability, plan_peak, mask):
+def test_a_relu_only_a_global_max_pooling_reads_is_never_written(capability, plan_peak, mask,
+                                                                 separate):
     """H100 and T4 plans of Conv2D(32, relu) -> GlobalMaxPooling2D -> Dense(4) at batch 32
     with Adam: the convolution's result is the only buffer of its output, the pooling's
     reduction and its backward's select applying the ReLU as they read it (memlint was
     31.9% and 45.7% over with the ReLU's output counted beside the result).  On the H100
     the select's comparison over 1,024 positions is a one-byte mask of the input's shape;
-    the T4 fuses it."""
-    b = estimate(graph_of(GLOBAL_MAX, batch=32, optimizer="adam"), profile=XLA,
+    the T4 fuses it.  A ReLU layer of its own after the convolution: the same plans (the
+    select writes the gradient of the ReLU's input)."""
+    body = GLOBAL_MAX.replace("activation='relu'), ", "), L.ReLU(), ") if separate \
+        else GLOBAL_MAX
+    b = estimate(graph_of(body, batch=32, optimizer="adam"), profile=XLA,
                  compute_capability=capability)
     assert abs(b.peak - plan_peak) / plan_peak <= 0.02
     names = saved_names(b)
-    assert "conv2d pre-activation" in names and "conv2d output" not in names
+    if separate:
+        assert "conv2d output" in names and "re_lu output" not in names
+    else:
+        assert "conv2d pre-activation" in names and "conv2d output" not in names
     assert ("global_max_pooling2d location mask" in names) == mask
     # the torch profile keeps the ReLU's output, and no mask
     eager = estimate(graph_of(GLOBAL_MAX, batch=32, optimizer="adam"), profile=TORCH)

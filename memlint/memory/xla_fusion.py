@@ -200,7 +200,11 @@ class XlaFusion:
         where every reader (through reshapes) is a call of a merged product: the operand
         XLA concatenates for it reads the pooling's input, also through reshapes and
         element-wise calls such as a batch normalisation (H100 predict plans of siamese
-        towers: one tower's last convolution output waits, unpooled, for the other)."""
+        towers: one tower's last convolution output waits, unpooled, for the other).  In
+        training, only where every reader is a global max pooling, whose reduction and
+        backward select compute it (H100 and T4 plans of Conv2D -> ReLU ->
+        GlobalMaxPooling2D: the convolution's result the only buffer; the select writes the
+        gradient of the ReLU's input)."""
         if not self.train and self.profile.sign == "xla" and _is_window_pooling(layer, kind):
             return self._all_calls_read(key, self._merged_or_fused_into_one)
         if not (self.profile.sign == "xla" and (
