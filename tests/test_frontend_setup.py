@@ -61,6 +61,23 @@ def test_a_recompile_keeps_every_optimizer_and_the_analysis_the_heaviest():
     assert configured.models[0].setup.optimizer.name == "sgd"
 
 
+def test_the_training_call_with_the_largest_batch_sizes_the_step():
+    """Training again on larger batches (a second phase): the step of the largest batch is
+    the one that must fit; a later call whose batch is not known leaves the batch unknown
+    (no verdict) rather than the smaller phase's."""
+    data = "np.zeros((1000, 4)), np.zeros((1000, 2))"
+    setup = setup_of(f"model.compile('adam', 'mse')\nmodel.fit({data}, batch_size=32)\n"
+                     f"model.fit({data}, batch_size=256)\nmodel.fit({data}, batch_size=64)\n")
+    assert setup.batch_size == 256
+    assert "line 7" in setup.batch_source and "3 training calls" in setup.batch_source
+    assert setup.mode_source == "fit() at line 7"
+    unknown = setup_of(f"model.compile('adam', 'mse')\nmodel.fit({data}, batch_size=32)\n"
+                       "model.fit_generator(make_batches())\n")
+    assert unknown.batch_size is None and "generator" in unknown.batch_source
+    single = setup_of(f"model.compile('adam', 'mse')\nmodel.fit({data}, batch_size=16)\n")
+    assert single.batch_size == 16 and "training calls" not in single.batch_source
+
+
 @pytest.mark.parametrize("compile_call,loss", [
     ("model.compile('sgd', 'mse')", "mean_squared_error"),
     ("model.compile(optimizer='adam', loss='MAE')", "mean_absolute_error"),

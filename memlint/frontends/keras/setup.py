@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 from memlint.frontends.keras.calls import optimizer_spec
@@ -32,12 +33,10 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     setup.jit_compile = _jit_compile(usage)
     setup.loss, setup.loss_source = _loss(usage)
 
-    for method in ("train_on_batch", "fit", "fit_generator"):
-        for args, kwargs, loc in usage.get(method, []):
-            setup.mode, setup.mode_source, setup.location = "train", f"{method}() at line " \
-                                                                     f"{loc.line}", loc
-            _batch_from_call(setup, method, args, kwargs, loc, fixed_batch)
-            return setup
+    calls = [(method, call) for method in ("train_on_batch", "fit", "fit_generator")
+             for call in usage.get(method, [])]
+    if calls:
+        return _largest_training_call(setup, calls, fixed_batch)
     for args, kwargs, loc in usage.get(TRAIN_CALL, []):
         setup.mode, setup.location = "train", loc
         setup.mode_source = f"a training loop's call on a batch at line {loc.line} " \
@@ -59,6 +58,33 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     setup.batch_source = f"assumed ({KERAS_DEFAULT_BATCH}, Keras's default; no fit/predict " \
                          "call found)"
     return setup
+
+
+def _largest_training_call(setup: TrainingSetup, calls: list, fixed_batch) -> TrainingSetup:
+    """The setup of the training call with the largest batch the code states (``fit()``
+    again after unfreezing, on other data): one whose batch is not known wins, the estimate
+    then gives no verdict rather than one for a smaller phase; Keras's default batch, which
+    a call gets when the code states none, does not outrank a stated one."""
+    best = None
+    for method, (args, kwargs, loc) in calls:
+        candidate = copy.copy(setup)
+        candidate.mode, candidate.mode_source, candidate.location = \
+            "train", f"{method}() at line {loc.line}", loc
+        _batch_from_call(candidate, method, args, kwargs, loc, fixed_batch)
+        if best is None or _batch_rank(candidate) > _batch_rank(best):
+            best = candidate
+    sites = {(loc.line, loc.column) for _, (_, _, loc) in calls}
+    if len(sites) > 1:
+        best.batch_source += f" (the largest batch of the model's {len(sites)} training calls)"
+    return best
+
+
+def _batch_rank(setup: TrainingSetup) -> tuple:
+    """How a training call's batch ranks: unknown first, then stated batches by size, then
+    Keras's default."""
+    if setup.batch_size is None:
+        return (2, 0)
+    return (0 if setup.batch_source.startswith("Keras's default") else 1, setup.batch_size)
 
 
 def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
