@@ -141,3 +141,40 @@ def test_training_wins_over_prediction():
 ])
 def test_precision_policies(head, policy):
     assert setup_of("", head=head).dtype_policy == policy
+
+
+TFDS = ("import tensorflow_datasets as tfds\n"
+        "def resize(image, label):\n"
+        "    return tf.image.resize(image, (4, 4)), label\n")
+
+
+@pytest.mark.parametrize("load, fed, batch", [
+    ("ds = tfds.load('mnist', split='train', as_supervised=True)", "ds.batch(64)", 64),
+    ("(ds, test), info = tfds.load('mnist', split=['train', 'test'], as_supervised=True, "
+     "with_info=True)", "ds.map(resize).shuffle(100).batch(128)", 128),
+    ("ds = tfds.load('mnist', split='train', batch_size=16)", "ds", 16),
+    ("ds = tfds.load('mnist', split='train')", "ds", None),  # unbatched, shapes not known
+])
+def test_a_tensorflow_datasets_source_gives_the_batch_the_code_makes(load, fed, batch):
+    """TensorFlow Datasets' catalogue is not described, so its elements' shapes are not
+    known; the batch the pipeline makes still is (the model's input shape sizes it)."""
+    setup = setup_of(f"{load}\nmodel.compile('adam', 'mse')\nmodel.fit({fed}, epochs=2)\n",
+                     head=TFDS)
+    assert setup.batch_size == batch
+    assert "tfds.load('mnist')" in setup.data_source or batch is None
+
+
+def test_fit_on_data_not_known_to_be_arrays_has_no_default_batch():
+    """Keras's default of 32 is for arrays: a dataset or generator of a library fed alone
+    batches itself, so the batch is unknown (no verdict) until --batch-size gives it."""
+    head = "import mylib\n"
+    alone = setup_of("model.compile('adam', 'mse')\nmodel.fit(mylib.train_data())\n",
+                     head=head)
+    assert alone.batch_size is None and "pass --batch-size" in alone.batch_source
+    # arrays whose shapes are not known (x and y given): Keras's default applies
+    pair = setup_of("model.compile('adam', 'mse')\n"
+                    "model.fit(mylib.features(), mylib.labels())\n", head=head)
+    assert pair.batch_size == 32
+    stated = setup_of("model.compile('adam', 'mse')\n"
+                      "model.fit(mylib.train_data(), batch_size=8)\n", head=head)
+    assert stated.batch_size == 8

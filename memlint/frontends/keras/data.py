@@ -84,12 +84,46 @@ def call(interp, name: str, args: list, kwargs: dict, node) -> Any:
                  "audio_dataset_from_directory", "timeseries_dataset_from_array") and (
             name.startswith("keras.utils.") or name.startswith("keras.preprocessing.")):
         return _keras_utility(interp, short, args, kwargs, loc)
+    if name == "tensorflow_datasets.load":
+        return _tfds_load(args, kwargs, loc)
     if name in ("keras.preprocessing.image.ImageDataGenerator",
                 "keras.src.legacy.preprocessing.image.ImageDataGenerator"):
         fmt = kwargs.get("data_format")
         return ImageGenerator(fmt if fmt in ("channels_first", "channels_last")
                               else interp.state.context.data_format)
     return NOT_DATA
+
+
+def _tfds_load(args: list, kwargs: dict, loc: Location) -> Any:
+    """``tfds.load(name, split=..., as_supervised=..., with_info=..., batch_size=...)``: the
+    catalogue's datasets are not described here, so their elements' shapes are not known;
+    what the code does to them (``.map`` resizing, ``.batch(n)``) still is.  A list of splits
+    gives a list of datasets; ``with_info=True`` a pair with the (unknown) info."""
+    name = args[0] if args else kwargs.get("name")
+    origin = f"tfds.load({name!r}) at line {loc.line}" if isinstance(name, str) \
+        else f"tfds.load() at line {loc.line}"
+    reason = f"the elements of {origin} (a TensorFlow Datasets catalogue entry, not described)"
+    element = (Unknown(reason), Unknown(reason)) if kwargs.get("as_supervised") is True \
+        else Unknown(reason)
+    batch = kwargs.get("batch_size")
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+        dataset = Dataset(element, batch=batch, origin=origin,
+                          batch_origin=f"tfds.load(batch_size={batch}) at line {loc.line}")
+    elif batch is None:
+        dataset = Dataset(element, origin=origin)
+    else:  # -1: the whole split as tensors; or a size not known
+        dataset = Unknown(f"{origin} with batch_size={batch!r} is not modelled")
+    split = args[1] if len(args) > 1 else kwargs.get("split")
+    if isinstance(split, (list, tuple)):
+        datasets: Any = [dataset for _ in split]
+    elif isinstance(split, str):
+        datasets = dataset
+    else:  # every split, as a dict keyed by the catalogue's split names
+        datasets = Unknown(f"{origin} without split= gives the catalogue's splits, "
+                           "not known statically")
+    if kwargs.get("with_info") is True:
+        return (datasets, Unknown(f"the info of {origin}"))
+    return datasets
 
 
 def _spec(short: str, args: list, kwargs: dict) -> Any:

@@ -139,6 +139,16 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         setup.batch_size = fixed_batch
         setup.batch_source = "fixed batch dimension of the model input"
         return
+    target = args[1] if len(args) > 1 else kwargs.get("y")
+    if method == "fit" and target is None and data is not None and not arrays:
+        # fit(x) alone on something not known to be arrays: a dataset, generator or
+        # PyDataset of a library, whose batches are its own (Keras's default of 32 is for
+        # arrays only)
+        setup.batch_size = None
+        setup.batch_source = f"unknown: fit() at line {loc.line} is fed data whose batches " \
+                             "are not known statically (a dataset or generator memlint does " \
+                             "not model); pass --batch-size"
+        return
     if method.endswith("_generator"):
         setup.batch_size = None
         setup.batch_source = f"unknown: the batches come from a generator not known " \
