@@ -140,3 +140,17 @@ def test_rules_and_explain():
 @pytest.mark.parametrize("flag", ["--version", "--help"])
 def test_version_and_help(flag):
     assert memlint(flag).returncode == 0
+
+
+def test_report_says_an_unknown_batch_is_unknown(tmp_path):
+    """A batch the code does not state is shown as unknown with what to do, not as the 1 the
+    known parts are sized at."""
+    path = tmp_path / "feed.py"
+    path.write_text("import keras\nimport mylib\n"
+                    "model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(4)])\n"
+                    "model.compile('adam', 'mse')\nmodel.fit(mylib.make_dataset())\n")
+    proc = memlint("report", str(path), "--gpu", "4GiB", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    line = next(l for l in proc.stdout.splitlines() if "batch size:" in l)
+    assert "batch size:   unknown: fit() at line 5" in line and "pass --batch-size" in line
+    assert "at batch size 1)" in line

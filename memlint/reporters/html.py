@@ -153,10 +153,12 @@ def model_section(graph, breakdown, budget, index: int) -> str:
              "none": "no GPU budget"}[status]
     where = f"{graph.location.path}:{graph.location.line}" if graph.location else ""
     title = f"Memory of model '{graph.name}' over one {'training' if graph.setup.mode == 'train' else 'inference'} step"
+    batch = f"{breakdown.batch_size:,}" if breakdown.batch_known \
+        else "unknown (pass --batch-size)"
     out = [f'<section class="model" id="model-{index}">',
            f"<h2>Model <code>{escape(graph.name)}</code> ({escape(graph.kind)}) "
            f'<span class="badge {status}">{badge}</span></h2>',
-           f'<p class="note">{escape(where)} · batch size {breakdown.batch_size:,} · '
+           f'<p class="note">{escape(where)} · batch size {batch} · '
            f"{graph.params:,} parameters · peak "
            f"{'at least ' if result.lower_bound else ''}{format_bytes(result.peak)}"
            + (f" · {escape(verdict_text(result))}" if budget is not None else

@@ -136,7 +136,9 @@ def model_report(graph, breakdown, budget) -> list:
         "",
         "Assumptions:",
         f"  mode:         {setup.mode} ({setup.mode_source})",
-        f"  batch size:   {breakdown.batch_size} ({setup.batch_source})",
+        f"  batch size:   {breakdown.batch_size} ({setup.batch_source})" if breakdown.batch_known
+        else f"  batch size:   {setup.batch_source} (the figures above are at batch size "
+             f"{breakdown.batch_size})",
     ]
     if graph.sized is not None:
         fed = ", ".join(format_shape(shape) for shape in graph.sized.input_shapes)
