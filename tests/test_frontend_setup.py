@@ -178,3 +178,29 @@ def test_fit_on_data_not_known_to_be_arrays_has_no_default_batch():
     stated = setup_of("model.compile('adam', 'mse')\n"
                       "model.fit(mylib.train_data(), batch_size=8)\n", head=head)
     assert stated.batch_size == 8
+
+
+def test_a_model_compiled_again_keeps_every_layer_any_compile_trained():
+    """Trained unfrozen first, then frozen and compiled again: the estimate must cover the
+    unfrozen phase, so a layer trainable in a compile the model was trained under counts as
+    trainable (with the compiles' heaviest optimizer); frozen first and unfrozen after is
+    the last compile's."""
+    body = ("import keras\nfrom keras import layers\n"
+            "inputs = keras.Input((8,))\nbody = layers.Dense(16)\n"
+            "model = keras.Model(inputs, layers.Dense(2)(body(inputs)))\n")
+    fit = "model.fit(np.zeros((8, 8)), np.zeros((8, 2)))\n"
+    body = "import numpy as np\n" + body
+    unfrozen_first = analyze_text(
+        body + "model.compile('adam', 'mse')\n" + fit + "body.trainable = False\n"
+               "model.compile('sgd', 'mse')\n" + fit, "m.py", Settings())
+    (graph,) = unfrozen_first.models
+    assert graph.trainable_params == 8 * 16 + 16 + 16 * 2 + 2
+    assert graph.setup.optimizer.name == "adam"
+    frozen_first = analyze_text(
+        body + "body.trainable = False\nmodel.compile('adam', 'mse')\n" + fit
+        + "body.trainable = True\nmodel.compile('adam', 'mse')\n" + fit, "m.py", Settings())
+    assert frozen_first.models[0].trainable_params == 8 * 16 + 16 + 16 * 2 + 2
+    # a compile no training followed is replaced by the next one
+    untrained = analyze_text(body + "model.compile('adam', 'mse')\nbody.trainable = False\n"
+                             "model.compile('adam', 'mse')\n" + fit, "m.py", Settings())
+    assert untrained.models[0].trainable_params == 16 * 2 + 2
