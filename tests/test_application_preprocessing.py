@@ -136,3 +136,19 @@ def test_names_and_shapes_match_keras(tmp_path):
     ours = memlint_models(path)
     assert ours["model"]["layers"] == expected["models"]["model"]["layers"]
     assert [layer["name"] for layer in ours["model"]["layers"]][1:3] == ["add_2", "subtract_1"]
+
+
+def test_on_data_in_a_map_the_element_keeps_its_shape():
+    """``ds.map(lambda x, y: (preprocess_input(x), y))``: the element is float32 data of
+    the same shape (three channels for caffe), so the model is still sized by its data."""
+    body = ("x_ds = keras.utils.image_dataset_from_directory('imgs', image_size=(48, 40), "
+            "batch_size=8)\n"
+            "x_ds = x_ds.map(lambda x, y: (keras.applications.vgg16.preprocess_input(x), y))\n"
+            "model = keras.Sequential([layers.Conv2D(4, 3), layers.GlobalAveragePooling2D(), "
+            "layers.Dense(2)])\n"
+            "model.compile('adam', 'mse')\nmodel.fit(x_ds)\n")
+    result = analyze_source(HEAD + body, "m.py")
+    (graph,) = result.models
+    assert graph.setup.batch_size == 8
+    assert graph.setup.data_shapes == [(48, 40, 3)]
+    assert graph.layers[0].output_shape == (None, 46, 38, 4)  # built on the first batch

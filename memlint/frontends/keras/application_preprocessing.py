@@ -14,8 +14,8 @@ functional graph (named from the counter layers share) by the module's mode:
 * none (EfficientNet, EfficientNetV2, ConvNeXt, RegNet, MobileNetV3, ResNet-RS): the input
   itself, their models normalise inside.
 
-The output is float32 of the input's shape.  A NumPy array is data, not a graph: the call is
-left unevaluated there, as any other function of the data.
+The output is float32 of the input's shape.  On data (an array, or a ``tf.data`` element in
+a ``map``) the function makes no operation: its result is the float32 array of that shape.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def preprocess_input(interp, module: str, args: list, kwargs: dict, node) -> Any
     """The tensor ``preprocess_input`` makes from a symbolic tensor (None: the argument is not
     one, the caller treats the call as any other)."""
     x = args[0] if args else kwargs.get("x")
-    if not isinstance(x, Tensor):
+    if not isinstance(x, (Tensor, Array)):
         return None
     data_format = args[1] if len(args) > 1 else kwargs.get("data_format")
     if module == _GENERIC:
@@ -64,6 +64,8 @@ def preprocess_input(interp, module: str, args: list, kwargs: dict, node) -> Any
         return x
     if data_format not in ("channels_first", "channels_last"):
         data_format = interp.state.context.data_format
+    if isinstance(x, Array):
+        return _on_data(x, mode, data_format)
     rank = len(x.shape) if x.shape is not None else 4
 
     def op(op_type: str, *operands) -> Any:
@@ -83,6 +85,19 @@ def preprocess_input(interp, module: str, args: list, kwargs: dict, node) -> Any
               for i in (2, 1, 0)]
     stacked = models.apply_operation(interp, "keras.ops.stack", [planes], {"axis": axis}, node)
     return op("Add", stacked, channels)
+
+
+def _on_data(x: Array, mode: str, data_format: str) -> Any:
+    """The float32 array ``preprocess_input`` returns for data of ``x``'s shape (``caffe``
+    keeps the first three channels, reversed)."""
+    shape = tuple(x.shape)
+    if mode == "caffe" and len(shape) >= 3:
+        axis = (0 if len(shape) == 3 else 1) if data_format == "channels_first" else -1
+        channels = shape[axis]
+        if isinstance(channels, int) and channels < 3:
+            return Unknown(f"preprocess_input of {channels}-channel data: Keras needs 3")
+        shape = shape[:axis % len(shape)] + (3,) + shape[axis % len(shape) + 1:]
+    return Array(shape, "float32")
 
 
 def _channel_constant(rank: int, data_format: str) -> Array:
