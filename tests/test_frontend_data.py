@@ -258,6 +258,31 @@ def test_sized_estimate_equals_the_static_twin():
     assert dynamic.breakdowns[0].unknown_activations == []
 
 
+BACKBONE = ("base_in = keras.Input((None, None, 3))\n"
+            "base = keras.Model(base_in, layers.GlobalAveragePooling2D()(layers.Conv2D(8, 3)("
+            "layers.Conv2D(8, 3, activation='relu')(base_in))))\n"
+            "model = keras.Sequential([base, layers.Dense(2)])\n")
+
+
+def test_a_backbone_with_an_open_input_is_sized_inside_by_the_data():
+    """A functional backbone built on ``(None, None, 3)`` inside a Sequential fed 180x180
+    images: Keras runs it on those sizes, so the memory model sizes the calls inside it too
+    (before: its inside stayed open and the estimate gave no verdict)."""
+    dynamic = analyze_text(HEAD + "ds = keras.utils.image_dataset_from_directory('d', "
+                           "image_size=(180, 180), batch_size=16)\n" + BACKBONE
+                           + "model.compile('adam', 'mse')\nmodel.fit(ds)\n", "a.py",
+                           Settings(gpu="8GiB"))
+    graph = [g for g in dynamic.models if g.variable == "model"][0]
+    breakdown = dynamic.breakdowns[dynamic.models.index(graph)]
+    assert breakdown.unknown_activations == [] and breakdown.peak > 0
+    static = analyze_text(HEAD + BACKBONE.replace("(None, None, 3)", "(180, 180, 3)")
+                          + "model.compile('adam', 'mse')\n"
+                            "model.fit(np.zeros((64, 180, 180, 3)), np.zeros((64, 2)), "
+                            "batch_size=16)\n", "b.py", Settings(gpu="8GiB"))
+    twin = [g for g in static.models if g.variable == "model"][0]
+    assert breakdown.peak == static.breakdowns[static.models.index(twin)].peak
+
+
 def test_host_data_records_in_memory_arrays():
     setup = setup_of("x = np.zeros((50000, 224, 224, 3), dtype='float32')\n"
                      "y = np.zeros((50000,), dtype='int64')\n"

@@ -10,7 +10,7 @@ from typing import Any, Optional
 from memlint.frontends.keras import classes, layer_subclasses, operations
 from memlint.frontends.keras.inner import inner_calls
 from memlint.frontends.keras.models import apply
-from memlint.frontends.keras.nested import (layer_weights, model_weights,
+from memlint.frontends.keras.nested import (inbound_shapes, layer_weights, model_weights,
                                             nested_activation_shapes, rerun_functional,
                                             sequential_input, sequential_step)
 from memlint.frontends.keras.order import functional_order
@@ -152,10 +152,12 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
         if isinstance(model, SequentialModel):
             if len(graph.layers) != len(model.layers):
                 return None
-            shape, outputs = merged[0], []
+            shape, outputs, inputs, order = merged[0], [], [], []
             for layer in model.layers:
+                inputs.append([shape])
                 shape = sequential_step(layer, shape)
                 outputs.append([shape])
+                order.append((layer, [0]))
         else:
             order = [(layer, sorted(indices)) for layer, indices
                      in functional_order(model.inputs, model.outputs)
@@ -165,14 +167,34 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
             computed = rerun_functional(model, merged)
             outputs = [[computed.get((id(layer), i), layer.calls[i].output_shape)
                         for i in indices] for layer, indices in order]
+            inputs = [[inbound_shapes(layer.calls[i], computed) for i in indices]
+                      for layer, indices in order]
             ops = _operations(functional_order(model.inputs, model.outputs), graph,
                               lambda op, i: computed.get((id(op), i),
                                                          op.calls[i].output_shape))
     except (LayerError, UnresolvedArgument):
         return None
-    layers = [replace(node, output_shapes=outs) if node.unresolved is None else node
-              for node, outs in zip(graph.layers, outputs)]
+    layers = [_sized_node(node, layer, indices, ins, outs) if node.unresolved is None
+              else node for node, (layer, indices), ins, outs
+              in zip(graph.layers, order, inputs, outputs)]
     return replace(graph, layers=layers, input_shapes=merged, sized=None, operations=ops)
+
+
+def _sized_node(node: LayerNode, layer, indices: list, inputs: list,
+                outputs: list) -> LayerNode:
+    """``node`` on the sizes the data gives: its outputs, and for a model used as a layer
+    whose input changed, the calls it runs inside re-derived on them (a backbone built on
+    ``(None, None, 3)`` and fed 224x224 images), so the memory model sizes its inside."""
+    sized = replace(node, output_shapes=outputs)
+    if not isinstance(layer, ModelLayer) or not node.inner_calls \
+            or [layer.calls[i].input_shapes for i in indices] == inputs:
+        return sized
+    calls = [inner_calls(layer, replace(layer.calls[i], input_shapes=ins, output_shape=out),
+                         lambda sub, j: _node(sub, [j]))
+             for i, ins, out in zip(indices, inputs, outputs)]
+    if any(call is None for call in calls):
+        return sized
+    return replace(sized, input_shapes=inputs, inner_calls=calls)
 
 
 def aligned_data_shapes(model, graph: ModelGraph, setup) -> Optional[list]:
