@@ -43,9 +43,11 @@ def slots_per_variable(spec: OptimizerSpec) -> int:
 
 def heaviest(first: OptimizerSpec, later: list) -> OptimizerSpec:
     """Of a model's compile() calls' optimizers (a recompile for fine-tuning), the one with
-    the most state per parameter (the first on a tie), its source naming the others: the
-    estimate pairs it with the layers' last trainable state, so no phase is under-counted."""
-    if not later:
+    the most state per parameter (the first on a tie; unchanged when all keep as much), its
+    source naming the others: the estimate pairs it with the layers trainable in any trained
+    phase (frontends/keras/compiled.py), so no phase is under-counted."""
+    if not later or all(slots_per_variable(spec) == slots_per_variable(first)
+                        for spec in later):
         return first
     chosen = first
     for spec in later:
