@@ -204,3 +204,19 @@ def test_a_model_compiled_again_keeps_every_layer_any_compile_trained():
     untrained = analyze_text(body + "model.compile('adam', 'mse')\nbody.trainable = False\n"
                              "model.compile('adam', 'mse')\n" + fit, "m.py", Settings())
     assert untrained.models[0].trainable_params == 16 * 2 + 2
+
+
+def test_train_on_batch_of_rows_not_known_has_no_default_batch():
+    """train_on_batch trains on the one batch it is given: Keras's default batch size does
+    not apply, so rows memlint cannot count leave the batch unknown; the targets' rows count
+    where the inputs' are not known (Keras needs as many)."""
+    head = "import mylib\n"
+    unknown = setup_of("model.compile('adam', 'mse')\n"
+                       "model.train_on_batch(mylib.images(), mylib.labels())\n", head=head)
+    assert unknown.batch_size is None and "pass --batch-size" in unknown.batch_source
+    by_targets = setup_of("model.compile('adam', 'mse')\n"
+                          "model.train_on_batch(mylib.images(), np.ones((48, 2)))\n", head=head)
+    assert by_targets.batch_size == 48
+    known = setup_of("model.compile('adam', 'mse')\n"
+                     "model.train_on_batch(np.zeros((16, 4)), np.ones((16, 2)))\n")
+    assert known.batch_size == 16

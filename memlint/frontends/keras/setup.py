@@ -93,6 +93,7 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     if isinstance(data, Dataset):
         _batch_from_dataset(setup, method, data, loc, fixed_batch)
         return
+    target = args[1] if len(args) > 1 else kwargs.get("y")
     arrays = [leaf for leaf in flatten_structure(data) if isinstance(leaf, Array)]
     if arrays and len(arrays) == len(flatten_structure(data)):
         shapes = input_shapes([Array(tuple(a.shape[1:]), a.dtype) for a in arrays
@@ -102,11 +103,12 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
             setup.data_names = input_names(data)
             setup.data_source = f"the batch the model is called on at line {loc.line}" \
                 if method == TRAIN_CALL else f"arrays passed to {method}() at line {loc.line}"
-        target = args[1] if len(args) > 1 else kwargs.get("y")
         if method != TRAIN_CALL:  # a loop's batch comes from a dataset, not the host's arrays
             setup.host_data = host_arrays([data, target], f"arrays passed to {method}() at "
                                                           f"line {loc.line}", loc)
     rows = _rows(data)
+    if rows is None and method != TRAIN_CALL:
+        rows = _rows(target)  # Keras needs as many targets as samples
     split = kwargs.get("validation_split")
     if method == "fit" and isinstance(rows, int) and isinstance(split, (int, float)) \
             and not isinstance(split, bool) and 0 < split < 1:
@@ -119,6 +121,14 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
             setup.batch_size, setup.batch_source = rows, \
                 f"the batch it is called on at line {loc.line}" if method == TRAIN_CALL \
                 else f"{method}() input at line {loc.line}"
+            return
+        if fixed_batch is None:
+            # one batch, as given: no batch_size and no default of Keras's applies
+            where = f"the batch the model is called on at line {loc.line}" \
+                if method == TRAIN_CALL else f"the batch given to {method}() at line {loc.line}"
+            setup.batch_size = None
+            setup.batch_source = f"unknown: the rows of {where} are not known statically; " \
+                                 "pass --batch-size"
             return
     batch = kwargs.get("batch_size")
     if batch is None and method == "fit" and len(args) > 2:
@@ -139,7 +149,6 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         setup.batch_size = fixed_batch
         setup.batch_source = "fixed batch dimension of the model input"
         return
-    target = args[1] if len(args) > 1 else kwargs.get("y")
     if method == "fit" and target is None and data is not None and not arrays:
         # fit(x) alone on something not known to be arrays: a dataset, generator or
         # PyDataset of a library, whose batches are its own (Keras's default of 32 is for
