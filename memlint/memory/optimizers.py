@@ -49,10 +49,7 @@ def heaviest(first: OptimizerSpec, later: list) -> OptimizerSpec:
     if not later or all(slots_per_variable(spec) == slots_per_variable(first)
                         for spec in later):
         return first
-    chosen = first
-    for spec in later:
-        if slots_per_variable(spec) > slots_per_variable(chosen):
-            chosen = spec
+    chosen = max([first, *later], key=slots_per_variable)  # the first of the most
     names = ", ".join(spec.name for spec in [first, *later])
     return OptimizerSpec(chosen.name, dict(chosen.options),
                          f"{chosen.source}; the most state of the model's "

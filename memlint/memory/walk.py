@@ -1122,7 +1122,6 @@ class Walk(XlaFusion):
                                     f"gradient of {other}'s input", other)
                 selected.append(t)
             self.activation_done(call, selected)
-        if made:
             shape = layer.input_shapes[0] if layer.input_shapes else None
             partials = self.split_partials(layer, shape, backward=True)
             self.event("backward", name)

@@ -16,6 +16,7 @@ from memlint.ir import OptimizerSpec, TrainingSetup
 
 KERAS_DEFAULT_BATCH = 32  # fit(), predict() and evaluate() without batch_size
 ASSUMED_OPTIMIZER = "adam"  # when no compile() is found
+DEFAULT_BATCH_SOURCE = "Keras's default for"  # a call's batch the code does not state
 
 
 def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
@@ -84,7 +85,7 @@ def _batch_rank(setup: TrainingSetup) -> tuple:
     Keras's default."""
     if setup.batch_size is None:
         return (2, 0)
-    return (0 if setup.batch_source.startswith("Keras's default") else 1, setup.batch_size)
+    return (0 if setup.batch_source.startswith(DEFAULT_BATCH_SOURCE) else 1, setup.batch_size)
 
 
 def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
@@ -164,7 +165,7 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
                              f"statically ({method}() at line {loc.line}); pass --batch-size"
         return
     setup.batch_size = KERAS_DEFAULT_BATCH
-    setup.batch_source = f"Keras's default for {method}() ({KERAS_DEFAULT_BATCH}) at line " \
+    setup.batch_source = f"{DEFAULT_BATCH_SOURCE} {method}() ({KERAS_DEFAULT_BATCH}) at line " \
                          f"{loc.line}"
     if isinstance(rows, int) and rows < KERAS_DEFAULT_BATCH:
         setup.batch_size = rows
