@@ -11,6 +11,9 @@ from memlint.ir import as_shape_list, shape_size
 VIEW_LAYERS = frozenset({"InputLayer", "Flatten", "Reshape", "Input", "Squeeze", "Unsqueeze",
                          "Identity"})
 INPUT_TYPES = frozenset({"InputLayer", "Input"})
+# Slices of a tensor (``x[:, 0]``, ``x[..., :2]``): the backward pads the output's gradient
+# into the input's shape, reading nothing of the forward
+SLICES = frozenset({"GetItem"})
 
 
 def tensor_bytes(shape, batch_size: int, element_bytes: int) -> Optional[int]:

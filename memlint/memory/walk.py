@@ -40,7 +40,7 @@ from memlint.memory.gemm_split import partial_bytes, partial_sum_bytes
 from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
-from memlint.memory.tensors import INPUT_TYPES, VIEW_LAYERS, output_bytes
+from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
 from memlint.memory.xla_fusion import _FUSIBLE, XlaFusion, _units, _writes_relu
 from memlint.records import record
 
@@ -623,7 +623,7 @@ class Walk(XlaFusion):
         # computed inside the kernel that reads it, unless written over a dying input
         never_written = len(sizes) == 1 and not view and (
             reuse is None or reuse.sources is not None) and self.fused_into_reader(
-                layer, kind, (li, ci, 0))
+                layer, kind, (li, ci, 0), ins)
         if never_written:
             reuse = None
         outputs = []
@@ -945,7 +945,7 @@ class Walk(XlaFusion):
                 return list(kind.saved(layer.config, in_shape, out_shape))
             except Exception:  # noqa: BLE001 - a kind that cannot say keeps its input
                 return [Saved("input")]
-        if layer.type in INPUT_TYPES or layer.type in VIEW_LAYERS:
+        if layer.type in INPUT_TYPES or layer.type in VIEW_LAYERS or layer.type in SLICES:
             return []
         out = [Saved("input", index=i, needed_for="weights") for i in range(n_inputs)] \
             if layer.weights else []

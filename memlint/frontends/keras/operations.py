@@ -34,6 +34,8 @@ KINDS = {
        for name in _ACTIVATIONS},
 }
 KINDS["Exp"] = ("Activation", {"activation": "exponential"})
+# no registry layer: walked under its own name, which the memory model knows (a slice)
+KINDS["GetItem"] = ("GetItem", {})
 
 
 class OperationNames:
