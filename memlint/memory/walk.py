@@ -684,6 +684,13 @@ class Walk(XlaFusion):
                          kind is not None and kind.elementwise
                          and self.profile.inplace_elementwise))
         call.fused_normalization = bool(recomputed)
+        if len(outputs) == 1 and requires_grad and output_label is None \
+                and kept_names & {"sign preactivation", "preactivation"} \
+                and self.select_reads_output(layer, (li, ci, 0)):
+            outputs[0].holds += 1  # read by its activation's backward (the select)
+            outputs[0].buf.holds += 1
+            call.holds.append((outputs[0], False))
+            call.select_reads_output = True
         for s in specs:
             if s.when == "backward":
                 call.scratch.append(s)
@@ -1038,7 +1045,7 @@ class Walk(XlaFusion):
         workspace = self.workspace(layer)
         relayout = None if call.relayout is not None else \
             self.relayout(layer, REGISTRY.get(layer.type))
-        self.activation_backward(call)
+        scratch.extend(self.activation_backward(call))
         if call.trains and name in self.weight_grads and self.profile.eager_backward:
             # autograd sums this call's weight gradient into the one a later call made: the
             # two products and their sum exist at once (a torch step of a Dense(256) shared
@@ -1219,16 +1226,24 @@ class Walk(XlaFusion):
         gradient, made after it).  A moment of its own, then the pre-activation goes, and
         so do the partial sums kept in its place (:meth:`keep_partial_sums`)."""
         if self.profile.sign != "xla":
-            return
+            return []
         early = [h for h in call.holds if isinstance(h[0], Buffer)
                  and h[0].label in (f"{call.layer.name} pre-activation",
                                     f"{call.layer.name} kept split-K partial sums")]
         if not early:
-            return
+            return []
+        made = []
+        dy = next((t.grad for t in call.outputs if t.grad is not None), None)
+        if call.select_reads_output and dy is not None:
+            made.append(self.alloc(dy.per_sample, dy.fixed, "grad",
+                                   f"gradient of {call.layer.name}'s pre-activation",
+                                   call.layer.name))
+            early += [h for h in call.holds if h[0] is call.outputs[0] and not h[1]]
         self.event("backward", call.layer.name)
         for item, _ in early:
             self.unhold(item)
         call.holds = [h for h in call.holds if h not in early]
+        return made
 
     @staticmethod
     def inner_shapes(layer) -> list:
@@ -1536,6 +1551,8 @@ class _Call:
         # its input recomputed from a normalisation fused into it: its input gradient is a
         # buffer of its own (unless the output gradient is a broadcast)
         self.fused_normalization = False
+        # XLA: its activation's backward reads its output and writes a buffer of its own
+        self.select_reads_output = False
 
 
 def _writes_activation(layer) -> bool:

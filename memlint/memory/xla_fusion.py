@@ -304,6 +304,16 @@ class XlaFusion:
             key, lambda reader: self.product_reads_fused(reader)
             or _dilates_in_a_fusion(reader))
 
+    def select_reads_output(self, layer, key) -> bool:
+        """Whether, in an XLA training step, a layer's own ReLU whose output max poolings
+        read is differentiated by a select that reads that output (the convolution's
+        result) and the ReLU's broadcast zero, and writes the gradient of the
+        pre-activation to a buffer of its own (beside the pooling's scattered gradient,
+        fused with the bias gradient's reduction)."""
+        return self.profile.sign == "xla" and self.train and _writes_relu(layer) \
+            and _writes_activation_of_its_own(layer) and self._all_readers(
+                key, lambda reader: reader.type.startswith("MaxPool"), 1)
+
     def _normalised_for_a_non_pooling(self, call: tuple) -> bool:
         """A batch normalisation call whose statistics take more than one pass
         (:meth:`statistics_in_one_pass`) and whose output no max pooling reads."""
