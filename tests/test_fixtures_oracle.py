@@ -84,7 +84,7 @@ def _as_lists(shape):
 def memlint_models(path) -> dict:
     report = analyze_file(str(path), fixture_settings(path))
     out = {}
-    for graph in report.models:
+    for graph in report.models + report.parts:  # (parts: models only others run)
         out[graph.variable] = {
             "layers": [{
                 "name": layer.name,

@@ -159,3 +159,43 @@ def test_gan_fixture_reports_each_compiled_model():
     assert discriminator.non_trainable_params == 384  # the BatchNormalization statistics
     assert combined.non_trainable_params == discriminator.params + 384
     assert models["dcgan.generator"][0].setup.mode == "infer"
+
+
+BACKBONE = textwrap.dedent("""
+    import numpy as np
+    import keras
+    from keras import layers
+
+    conv_base = keras.Sequential([keras.Input((32, 32, 3)), layers.Conv2D(8, 3),
+                                  layers.GlobalAveragePooling2D()], name="conv_base")
+    conv_base.trainable = False
+    model = keras.Sequential([conv_base, layers.Dense(2)])
+    model.compile(optimizer="rmsprop", loss="mse")
+    model.fit(np.zeros((100, 32, 32, 3)), np.zeros((100, 2)), batch_size=20)
+""")
+
+
+def test_a_module_level_backbone_only_another_model_runs_is_part_of_it():
+    """Chollet's fine-tuning scripts keep the backbone at module level (``conv_base``) and
+    only put it in a Sequential: it is no model of its own (no estimate at an assumed batch
+    of 32 with Adam, no diagnostics of its own); the report names it as a part."""
+    report = analyze_text(BACKBONE, "ft.py", Settings(gpu="1GiB"))
+    assert [graph.variable for graph in report.models] == ["model"]
+    assert [(graph.variable, graph.setup.part_of) for graph in report.parts] == \
+        [("conv_base", ["sequential"])]
+    assert all(diag.model != "conv_base" for diag in report.diagnostics)
+    assert report.models[0].setup.batch_size == 20
+    from memlint.reporters import json_format, text
+    assert "Model 'conv_base' (Sequential) at ft.py:6: runs only inside 'sequential'" in \
+        text.render_report([report], [], None)
+    doc = json_format.document([report], [])
+    assert [(p["variable"], p["part_of"]) for p in doc["parts"]] == \
+        [("conv_base", ["sequential"])]
+
+
+def test_a_backbone_run_on_its_own_too_is_a_model_of_its_own():
+    """Run on data itself (features extracted with ``predict``), it has a step of its own."""
+    source = BACKBONE + "features = conv_base.predict(np.zeros((10, 32, 32, 3)), batch_size=5)\n"
+    report = analyze_text(source, "ft.py", Settings())
+    assert sorted(graph.variable for graph in report.models) == ["conv_base", "model"]
+    assert not report.parts

@@ -194,6 +194,15 @@ def model_report(graph, breakdown, budget) -> list:
     return lines
 
 
+def part_line(graph) -> str:
+    """One line for a model that only other models run, as a layer."""
+    where = f" at {graph.location.path}:{graph.location.line}" if graph.location else ""
+    users = ", ".join(f"'{name}'" for name in graph.setup.part_of)
+    return (f"Model '{graph.name}' ({graph.kind}){where}: runs only inside {users}, as a "
+            "layer (nothing compiles, fits or calls it on its own): its layers and memory "
+            f"are in {'their estimates' if len(graph.setup.part_of) > 1 else 'its estimate'}")
+
+
 def verdict_text(result) -> str:
     """The verdict line: fits (with the margin), too close to call or does NOT fit on a
     complete estimate; on a partial one a lower bound that can only prove the model does not
@@ -289,6 +298,10 @@ def render_report(reports: list, errors: list, options) -> str:
             out.append(f"{report.path}: no Keras model built at module level{extra}")
         for graph, breakdown in zip(report.models, report.breakdowns):
             out += model_report(graph, breakdown, report.budget)
+            out.append("")
+        for graph in report.parts:
+            out.append(part_line(graph))
+        if report.parts:
             out.append("")
         for diag in report.diagnostics:
             out.append(diagnostic_line(diag))

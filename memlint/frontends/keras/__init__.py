@@ -19,7 +19,7 @@ import libcst as cst
 
 from memlint.frontends.keras.classes import UserClass
 from memlint.frontends.keras.compiled import as_compiled
-from memlint.frontends.keras.held import is_reported, name_held_models
+from memlint.frontends.keras.held import is_reported, mark_parts, name_held_models
 from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
                                            parse_entry, signature)
 from memlint.frontends.keras.interpreter import Interpreter
@@ -196,12 +196,14 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
                      **{k: v for k, v in roots.items() if k != entry_name}}
     _build_imported(state)
     name_held_models(state.models, roots)  # ``gan.discriminator``: models on plain objects
-    models = []
+    models, reported = [], []
     for model in state.models:
         if not is_reported(model):  # a part of another model (held.py)
             continue
         with as_compiled(model):  # its trainable split as its train step has it
             models.append(_model_graph(state, model, input_shape))
+        reported.append(model)
+    mark_parts(reported, models)
     entries = _note_factories(interpreter, state) if not models and entry is None else []
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
                           memory_caps=list(state.memory_caps),

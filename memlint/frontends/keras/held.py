@@ -10,7 +10,9 @@ holder: ``gan.discriminator`` for ``gan = GAN()`` at module level, ``GAN.discrim
 A model is reported (:func:`is_reported`) unless it is part of another one: made inside a
 Layer / Model subclass of the file, or used as a layer of another model without a name of
 its own at module level.  A compiled model is always its own: it has a train step of its
-own on the GPU, even when it is also a part of another model (a GAN's discriminator).
+own on the GPU, even when it is also a part of another model (a GAN's discriminator).  A
+module-level model that other reported models run as a layer and nothing runs on its own is
+marked as their part (:func:`mark_parts`): the analysis leaves it out of the estimates.
 """
 
 from __future__ import annotations
@@ -68,3 +70,19 @@ def is_reported(model: Any) -> bool:
         # would make it a model of its own
         return False
     return True
+
+
+def mark_parts(models: list, graphs: list) -> None:
+    """Mark each reported model that other reported models run as a layer while nothing
+    runs it on its own (a module-level ``conv_base`` given to ``Sequential([conv_base,
+    ...])`` and never compiled, fitted or called on data): ``setup.part_of`` names them.
+    Its layers and weights are in their steps, at their batch; the report leaves it out
+    rather than estimate a step of its own on assumed settings."""
+    for model, graph in zip(models, graphs):
+        if model.as_layer is None or model.usage:
+            continue
+        outer = [other.name for other in graphs if other is not graph and any(
+            layer.name == graph.name and any(c is not None for c in layer.inner_calls)
+            for layer in other.layers)]
+        graph.setup.part_of = list(dict.fromkeys(outer))
+
