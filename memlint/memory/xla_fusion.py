@@ -183,7 +183,7 @@ class XlaFusion:
         return self._read_through_elementwise(
             key, depth, lambda reader, kind: kind is not None and kind.family == "pooling")
 
-    def fused_into_reader(self, layer, kind, key, ins: tuple = ()) -> bool:
+    def fused_into_reader(self, layer, kind, key, ins=(), depth: int = 8) -> bool:
         """Whether XLA never writes the output ``key`` of an element-wise call or a
         concatenation outside training, its readers computing it as they read it: every
         reader is a window pooling (max or average) or a Dense product XLA emits itself (a
@@ -205,7 +205,9 @@ class XlaFusion:
         training, only where every reader is a global max pooling, whose reduction and
         backward select compute it (H100 and T4 plans of Conv2D -> ReLU ->
         GlobalMaxPooling2D: the convolution's result the only buffer; the select writes the
-        gradient of the ReLU's input)."""
+        gradient of the ReLU's input).  A slice, in training too, where its readers' loop
+        fusions slice their operand (:meth:`_slice_fusing_reader`); ``ins`` are the call's
+        input tensors."""
         if not self.train and self.profile.sign == "xla" and _is_window_pooling(layer, kind):
             return self._all_calls_read(key, self._merged_or_fused_into_one)
         if self.profile.sign == "xla" and layer.type in SLICES:
@@ -216,13 +218,13 @@ class XlaFusion:
             return False
         if self.train:
             return self._read_through_elementwise(
-                key, 8, lambda reader, k: _is_global_max_pooling(reader))
+                key, depth, lambda reader, k: _is_global_max_pooling(reader))
         # a concatenation of slices is written for a product (H100 predict plan of six
         # slices of one input concatenated into a Dense: one fusion slices and writes the
         # concatenation, which the product reads)
         products = not any(t.producer in SLICES and t.sources is not None for t in ins)
         return self._read_through_elementwise(
-            key, 8, lambda reader, k: _is_window_pooling(reader, k)
+            key, depth, lambda reader, k: _is_window_pooling(reader, k)
             or products and self.product_reads_fused(reader))
 
     def _slice_fusing_reader(self, call: tuple) -> bool:

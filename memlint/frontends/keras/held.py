@@ -85,4 +85,3 @@ def mark_parts(models: list, graphs: list) -> None:
             layer.name == graph.name and any(c is not None for c in layer.inner_calls)
             for layer in other.layers)]
         graph.setup.part_of = list(dict.fromkeys(outer))
-
