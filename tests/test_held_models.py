@@ -191,6 +191,9 @@ def test_a_module_level_backbone_only_another_model_runs_is_part_of_it():
     doc = json_format.document([report], [])
     assert [(p["variable"], p["part_of"]) for p in doc["parts"]] == \
         [("conv_base", ["sequential"])]
+    from memlint.reporters import html
+    assert "Model &#x27;conv_base&#x27; (Sequential) at ft.py:6: runs only inside" in \
+        html.page([report], [])
 
 
 def test_a_backbone_run_on_its_own_too_is_a_model_of_its_own():

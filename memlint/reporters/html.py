@@ -10,7 +10,8 @@ from html import escape
 from memlint import __version__
 from memlint.memory.estimate import CATEGORIES
 from memlint.memory.verdict import DOES_NOT_FIT, FITS, TOO_CLOSE, verdict
-from memlint.reporters.text import diagnostic_line, layer_table, model_report, verdict_text
+from memlint.reporters.text import (diagnostic_line, layer_table, model_report, part_line,
+                                    verdict_text)
 from memlint.units import format_bytes
 
 # chart geometry (SVG user units) and the colours tests look for in a screenshot
@@ -188,6 +189,7 @@ def page(reports: list, errors: list) -> str:
         for graph, breakdown in zip(report.models, report.breakdowns):
             sections.append(model_section(graph, breakdown, report.budget, index))
             index += 1
+        sections += [f'<p class="note">{escape(part_line(graph))}</p>' for graph in report.parts]
         if not report.models:
             sections.append(f'<p class="note">{escape(report.path)}: no model built at '
                             "module level</p>")
