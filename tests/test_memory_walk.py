@@ -2350,3 +2350,5 @@ def test_a_relu_a_max_pooling_reads_is_differentiated_beside_its_output(capabili
     after = estimate(frozen, profile=XLA, compute_capability=capability)
     assert "conv2d output" not in {t["name"] for t in after.peak_at["tensors"]} \
         or after.peak_at["phase"] == "forward"
+    update = [m["bytes"] for m in after.timeline if m["phase"] == "update"]
+    assert update and max(update) < 32 * 64 * 64 * 16 * 4  # no convolution output left
