@@ -178,6 +178,7 @@ class Walk(XlaFusion):
         self.data: list = []
         self.pending: dict = {}
         self.merged_calls: dict = {}  # calls run as one merged product -> their group
+        self.kernels_concatenated: set = set()  # tensors whose Dense readers ran merged
         self.trainable_seen = False
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
@@ -603,6 +604,8 @@ class Walk(XlaFusion):
 
         # weights cast to the compute dtype for the call (mixed precision)
         casts = self.early_casts.pop(layer.name, None) or self.weight_casts(layer)
+        if input_keys:
+            scratch.extend(self.concatenated_kernels(layer, input_keys[0]))
 
         # the outputs: a view shares its input's buffer; an element-wise layer may write
         # over an input that dies here
@@ -1080,7 +1083,9 @@ class Walk(XlaFusion):
                 self.weight_grads[name] = grads
                 if keep:
                     self.kept_grads.append(grads)
-                kernel_partials = self.kernel_gradient_partials(layer)
+                kernel_partials = self.merged_kernel_gradients(call)
+                if kernel_partials is None and not call.kernel_merged:
+                    kernel_partials = self.kernel_gradient_partials(layer)
         self.event("backward", name)
         self.release(kernel_partials)  # the product is done before the input gradient's
         self.release(relayout)
@@ -1399,6 +1404,60 @@ class Walk(XlaFusion):
         return not self.nchw_float32 and self._all_readers(
             key, lambda reader: reader.type == "Dropout")
 
+    def concatenated_kernels(self, layer, key) -> list:
+        """Dense layers that read the same tensor: XLA runs their products as one, over
+        their kernels concatenated (written, then read by the merged product) at the first
+        of them (H100 plans of two Dense(32) heads on a Dense(64): ``f32[64, 64]`` beside
+        the product)."""
+        if not (self.profile.sign == "xla" and not self.gemm_workspace
+                and layer.type == "Dense") or key in self.kernels_concatenated:
+            return []
+        readers = [self.graph.layers[li] for li, _ in self.consumers.get(key, [])]
+        readers = [r for r in readers if r.type == "Dense" and _units(r)]
+        if len(readers) < 2:
+            return []
+        self.kernels_concatenated.add(key)
+        size = sum(w.size for r in readers for w in r.weights if len(w.shape) == 2)
+        return [self.alloc(0, size * self.compute_bytes, "work",
+                           f"{layer.name} and its siblings' concatenated kernels", layer.name)]
+
+    def merged_kernel_gradients(self, call: "_Call") -> Optional[Buffer]:
+        """Dense layers that read the same tensor, whose output gradients are all made: XLA
+        merges their kernel gradients' products (``x.T @ dy``, which share ``x``) into one,
+        over the output gradients concatenated (written), split as a product of the summed
+        widths; the later layers' backward makes none.  Returns the concatenation and the
+        partial sums, one transient (None where no sibling qualifies)."""
+        if not (self.profile.sign == "xla" and not self.gemm_workspace
+                and call.layer.type == "Dense" and call.inputs) \
+                or self.keep_all_grads() or self.profile.weight_gradients == "kept":
+            return None
+        x = call.inputs[0]
+        siblings = [c for c in self.later_calls
+                    if c.layer.type == "Dense" and c.trains and not c.kernel_merged
+                    and c.inputs and c.inputs[0] is x and c.layer.name not in self.weight_grads]
+        group = [call] + siblings
+        grads = [t.grad for c in group for t in c.outputs]
+        if not siblings or any(g is None for g in grads):
+            return None
+        widths = [_units(c.layer) for c in group]
+        if not all(widths):
+            return None
+        for c in siblings:  # their gradients come out of the same product, now
+            c.kernel_merged = True
+            self.weight_grads[c.layer.name] = self.alloc(
+                0, self.trainable_bytes(c.layer) * self.gradient_copies(c.layer),
+                "gradients", f"{c.layer.name} weight gradients", c.layer.name)
+        per_sample = sum(g.per_sample for g in grads)
+        fixed = sum(g.fixed for g in grads)
+        shape = call.layer.input_shapes[0] if call.layer.input_shapes else None
+        partials = None if self.nchw_float32 else self.split_partials(
+            call.layer, shape, backward=False, kernel=True, units=sum(widths))
+        size = partials.at(self.batch) if partials is not None else 0
+        self.release(partials)
+        return self.alloc(per_sample, fixed + size, "work",
+                          f"{call.layer.name} and its siblings' concatenated output "
+                          "gradients", call.layer.name)
+
     def kernel_gradient_partials(self, layer) -> Optional[Buffer]:
         """The partial sums of a Dense kernel gradient's product ``x.T @ dy``, which XLA
         splits along its contracting dimension, the rows (the batch), as it splits the
@@ -1413,8 +1472,8 @@ class Walk(XlaFusion):
         shape = layer.input_shapes[0] if layer.input_shapes else None
         return self.split_partials(layer, shape, backward=False, kernel=True)
 
-    def split_partials(self, layer, in_shape, backward: bool,
-                       kernel: bool = False) -> Optional[Buffer]:
+    def split_partials(self, layer, in_shape, backward: bool, kernel: bool = False,
+                       units: int = 0) -> Optional[Buffer]:
         """The partial sums of a Dense product XLA splits along its contracting dimension
         (:mod:`memlint.memory.gemm_split`) where products are Triton fusions (Ampere and
         Hopper): float32 and 16-bit products, the forward's ``x @ W`` and the backward's
@@ -1424,7 +1483,7 @@ class Walk(XlaFusion):
                 and layer.type == "Dense" and isinstance(in_shape, tuple) and in_shape
                 and all(isinstance(d, int) for d in in_shape[1:])):
             return None
-        units = _units(layer)
+        units = units or _units(layer)
         if not units:
             return None
         rows, features = self.product_rows(in_shape), in_shape[-1]
@@ -1553,6 +1612,7 @@ class _Call:
         self.fused_normalization = False
         # XLA: its activation's backward reads its output and writes a buffer of its own
         self.select_reads_output = False
+        self.kernel_merged = False  # its kernel's gradient made by a sibling's product
 
 
 def _writes_activation(layer) -> bool:

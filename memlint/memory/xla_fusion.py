@@ -108,6 +108,14 @@ def _units(layer) -> Optional[int]:
     return next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
 
 
+def _known_input_shape(layer) -> Optional[tuple]:
+    """A call's first input shape where every size after the batch is known, else None."""
+    shape = layer.input_shapes[0] if layer.input_shapes else None
+    if isinstance(shape, tuple) and shape and all(isinstance(d, int) for d in shape[1:]):
+        return shape
+    return None
+
+
 def _not_a_gemm(rows: int, contracting: int, columns: int) -> bool:
     """Whether a Dense product (``[rows, contracting] x [contracting, columns]``) and its
     two backward products run without cuBLAS (T4 plan of ``Dense(3)`` on one feature at
@@ -197,7 +205,11 @@ class XlaFusion:
         GlobalAveragePooling2D: the ReLU's output is written, in training and outside it);
         nor does the T4, whose products are cuBLAS calls.  In training the products'
         readers are not followed (Dense layers between PReLU, tanh, LeakyReLU and ELU
-        layers at batch 32: -12.6% -> -30.7% with them).  A window pooling is computed
+        layers at batch 32: -12.6% -> -30.7% with them), except a one-unit Dense that XLA
+        reduces itself (:meth:`reduced_product`), whose forward and kernel-gradient
+        reductions both compute the operand (the same merges into Dense(1) in training:
+        +99.4% -> +51.0% at batch 32, +81.0% -> +23.8% at 256, the forward no longer above
+        the plan's whole step).  A window pooling is computed
         where every reader (through reshapes) is a call of a merged product: the operand
         XLA concatenates for it reads the pooling's input, also through reshapes and
         element-wise calls such as a batch normalisation (H100 predict plans of siamese
@@ -218,7 +230,8 @@ class XlaFusion:
             return False
         if self.train:
             return self._read_through_elementwise(
-                key, depth, lambda reader, k: _is_global_max_pooling(reader))
+                key, depth, lambda reader, k: _is_global_max_pooling(reader)
+                or self.reduced_product(reader))
         # a concatenation of slices is written for a product (H100 predict plan of six
         # slices of one input concatenated into a Dense: one fusion slices and writes the
         # concatenation, which the product reads)
@@ -351,15 +364,21 @@ class XlaFusion:
         element-wise producer of its operand as it reads it: a Triton GEMM on Ampere and
         later, for at most ``TRITON_PROLOGUE_ROWS`` rows, or a product XLA reduces itself
         (``_not_a_gemm``)."""
-        if layer.type != "Dense" or self.gemm_workspace:
-            return False
-        shape = layer.input_shapes[0] if layer.input_shapes else None
-        if not isinstance(shape, tuple) or not shape \
-                or not all(isinstance(d, int) for d in shape[1:]):
+        shape = _known_input_shape(layer)
+        if layer.type != "Dense" or self.gemm_workspace or shape is None:
             return False
         rows, units = self.product_rows(shape), _units(layer)
         return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
                                                                        units))
+
+    def reduced_product(self, layer) -> bool:
+        """Whether ``layer`` is a Dense of one unit whose product XLA reduces itself
+        (``_not_a_gemm``): a multiply and a reduction, in the forward and in the kernel's
+        gradient, each computing an element-wise operand as it reads it."""
+        shape = _known_input_shape(layer)
+        if layer.type != "Dense" or _units(layer) != 1 or shape is None:
+            return False
+        return _not_a_gemm(self.product_rows(shape), shape[-1], 1)
 
     def location_mask_written(self, in_shape, out_shape) -> bool:
         """Whether XLA writes a global max pooling's comparison of its input with the
