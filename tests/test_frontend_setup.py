@@ -164,6 +164,26 @@ def test_a_tensorflow_datasets_source_gives_the_batch_the_code_makes(load, fed, 
     assert "tfds.load('mnist')" in setup.data_source or batch is None
 
 
+@pytest.mark.parametrize("source, batch", [
+    ("tf.data.experimental.make_csv_dataset('train.csv', 265, label_name='income')", 265),
+    ("tf.data.experimental.make_csv_dataset('*.csv', batch_size=BATCH)", 48),
+    ("tf.data.experimental.make_batched_features_dataset('*.tfrecord', 64, FEATURES, "
+     "label_key='y')", 64),
+    ("tf.data.experimental.make_csv_dataset('train.csv', batch_size=n_rows())", None),
+])
+def test_a_batched_file_dataset_gives_its_batch_size(source, batch):
+    """``make_csv_dataset`` and ``make_batched_features_dataset`` batch the records of files
+    memlint does not read: their columns are not known, the batch they make is (found on a
+    keras.io-style structured-data script, built in a helper function)."""
+    head = ("import tensorflow as tf\nBATCH = 48\nFEATURES = {}\n"
+            "def make(path):\n    return " + source + ".prefetch(2)\n")
+    setup = setup_of("model.compile('adam', 'mse')\nmodel.fit(make('x'), epochs=2)\n",
+                     head=head)
+    assert setup.batch_size == batch
+    if batch is not None:
+        assert "make_" in setup.batch_source
+
+
 def test_fit_on_data_not_known_to_be_arrays_has_no_default_batch():
     """Keras's default of 32 is for arrays: a dataset or generator of a library fed alone
     batches itself, so the batch is unknown (no verdict) until --batch-size gives it."""

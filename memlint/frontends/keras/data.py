@@ -191,7 +191,25 @@ def _tf_data_source(interp, short: str, args: list, kwargs: dict, loc: Location)
         return _from_generator(interp, args, kwargs, where)
     if short in ("TFRecordDataset", "TextLineDataset"):
         return Dataset(Array((), "string"), origin=where)
+    if short in ("make_csv_dataset", "make_batched_features_dataset"):
+        return _batched_files(short, args, kwargs, where)
     return Unknown(f"tf.data {short}() is not modelled")
+
+
+def _batched_files(short: str, args: list, kwargs: dict, where: str) -> Any:
+    """``make_csv_dataset(pattern, batch_size, ..., label_name=...)`` and
+    ``make_batched_features_dataset(pattern, batch_size, features, ..., label_key=...)``:
+    batches of ``batch_size`` records of files that are not read here, so their columns'
+    shapes are not known; a dict of features, paired with the label when one is named."""
+    batch = args[1] if len(args) > 1 else kwargs.get("batch_size")
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        return Unknown(f"the batch size of {where} is not known statically")
+    features = Unknown(f"the columns of the files read by {where} (not read here)")
+    label = kwargs.get("label_name" if short == "make_csv_dataset" else "label_key")
+    element = (features, Unknown(f"the label column of {where}")) if label is not None \
+        else features
+    return Dataset(element, batch=batch, origin=where,
+                   batch_origin=f"{short}(batch_size={batch}) at {where.split(' at ')[-1]}")
 
 
 def _from_generator(interp, args: list, kwargs: dict, where: str) -> Any:
