@@ -4,8 +4,9 @@ Compiled for an Ampere or Hopper GPU (whose matrix products are Triton fusions) 
 device to autotune on, XLA splits the contracting dimension of a product ``[M, K] x [K, N]``
 into ``split`` slices and sums them afterwards: the slices' results are a
 ``f32[split, M, N]`` temporary beside the product's output while it runs. The split grows
-with ``sqrt(K / N)``, is capped by ``sqrt(K)``, shrinks once ``M`` passes 224 rows (128 for
-contractions under 256) and keeps the temporary within 8 MiB; a contracting size the slices
+with ``sqrt(K / N)``, is capped by ``sqrt(K)``, by ``1.05 sqrt(K / tiles)`` for the output's
+tiles of 64 rows by 128 columns (contractions of 256 and more; shorter ones shrink once ``M``
+passes 128 rows) and keeps the temporary within 8 MiB; a contracting size the slices
 do not divide into whole 16-byte vectors (four float32 elements each) is padded, both
 operands copied. Fitted to 873 deviceless H100 plans of single products (``M`` 4-1024, ``K``
 64-49152, ``N`` 8-4096): 82% of the 474 whose temporary reaches 256 KiB within 10%, the rest
@@ -25,9 +26,14 @@ a 7232-long padded copy of its kernel); the H100's rule is used for both, on the
 A later grid of 136 single-product train steps (harness.gemm_split_probe,
 ``tests/data/gemm_splits.json``: M 64-2048, K 256-2048, N 64-512) showed the shrink with the
 rows starting later for contracting sizes of 256 and more: from 224 rows, not 128, the grid
-agrees on 118 products instead of 102, and XLA takes more slices than the rule on 18 instead
-of 34 (twice as many, or 2 to 4 where the rule takes none: the row count at which XLA halves
-the split grows with the contracting size, which the rule does not follow), fewer on none.
+agreed on 118 products instead of 102, XLA taking more slices than the rule on 18. The
+shrink by rows alone missed that it is the output's tile count that halves the split (a
+256-to-128 product at 256 rows keeps 8 slices, a 784-to-512 one 4): capping the split by
+``1.05 sqrt(K / tiles)``, tiles of 64 rows (counted fractionally) by 128 columns, the grid
+agrees on 135 of 136 (XLA takes more slices on one, two where the rule takes none, 784 to
+512 at 1,024 rows), fewer on none; over the stored train steps it moved two rows
+(``synthetic_data_loops`` at batch 256 on the H100 -20.1% -> -0.3%, ``mnist_mlp_sgd`` at
+256 +0.4% -> +7.4%, its splits now XLA's).
 """
 
 from __future__ import annotations
@@ -36,9 +42,13 @@ import math
 
 PARTIALS_CAP = 8 * 2 ** 20  # bytes of partial sums a split keeps within
 MAX_SPLIT = 128
-# the split shrinks with the square root of the rows beyond this many (a contracting size
-# under 256: beyond 128 rows)
-SHRINK_FROM_ROWS = 224
+# a contracting size under 256, and a kernel gradient's product: the split shrinks with the
+# square root of the rows beyond this many
+SHRINK_FROM_ROWS = 128
+# a contracting size of 256 or more: at most TILED_SPLIT * sqrt(contracting / tiles) slices,
+# the output counted in tiles of TILE_ROWS x TILE_COLUMNS
+TILE_ROWS, TILE_COLUMNS = 64, 128
+TILED_SPLIT = 1.05
 # a contracting size of 128 to 255 is split only from this many multiply-adds on
 SHORT_MIN_WORK = 3 * 2 ** 17
 
@@ -65,8 +75,13 @@ def split_k(rows: int, contracting: int, columns: int, short: bool = True,
         return 0
     ideal = min(_floor_pow2(8 * math.sqrt(contracting / columns)),
                 _ceil_pow2(math.sqrt(contracting) / 2), MAX_SPLIT)
-    start = SHRINK_FROM_ROWS if contracting >= 256 and not transposed else 128
-    split = _floor_pow2(ideal / math.sqrt(max(1.0, rows / start)))
+    if contracting >= 256 and not transposed:
+        # no more slices than the contracting size's square root spread over the output's
+        # tiles (64 rows by 128 columns; rows counted fractionally)
+        tiles = max(1.0, rows / TILE_ROWS) * -(-columns // TILE_COLUMNS)
+        split = min(ideal, _floor_pow2(TILED_SPLIT * math.sqrt(contracting / tiles)))
+    else:
+        split = _floor_pow2(ideal / math.sqrt(max(1.0, rows / SHRINK_FROM_ROWS)))
     capped = _floor_pow2(PARTIALS_CAP / 4 / (rows * columns))
     if capped < split and ideal >= 4:
         return max(capped, 2)
