@@ -57,8 +57,9 @@ def budget_for(settings: Settings) -> Optional[Budget]:
         return None
     return resolve_budget(
         settings.gpu,
-        cuda_context=parse_size(settings.cuda_context) if settings.cuda_context else None,
-        reserve=parse_size(settings.reserve) if settings.reserve else None,
+        cuda_context=parse_size(settings.cuda_context, allow_zero=True)
+        if settings.cuda_context else None,
+        reserve=parse_size(settings.reserve, allow_zero=True) if settings.reserve else None,
         margin=settings.margin,
     )
 

@@ -239,7 +239,7 @@ def thresholds(settings) -> tuple:
                               f"{options['growth-share']!r}") from None
     raw = options["growth-bytes"]
     try:
-        size = 0 if str(raw).strip() in ("0", "0.0") else parse_size(str(raw))
+        size = parse_size(str(raw), allow_zero=True)
     except ValueError as exc:
         raise DiffOptionError(f"{where}.growth-bytes: {exc}") from None
     if share < 0:

@@ -13,8 +13,9 @@ _UNITS = {
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_size(text: str) -> int:
-    """Bytes in ``text``: ``2GiB`` and ``2G`` are binary, ``2GB`` decimal, a bare number bytes.
+def parse_size(text: str, allow_zero: bool = False) -> int:
+    """Bytes in ``text``: ``2GiB`` and ``2G`` are binary, ``2GB`` decimal, a bare number bytes;
+    ``allow_zero``: ``0`` too (a CUDA context or framework reserve of nothing).
 
     Raises ``ValueError`` with a message naming the accepted forms.
     """
@@ -22,7 +23,7 @@ def parse_size(text: str) -> int:
     if not match or match.group(2).lower() not in _UNITS:
         raise ValueError(f"not a memory size: {text!r} (use e.g. 2GiB, 1536MiB, 8GB)")
     value = float(match.group(1)) * _UNITS[match.group(2).lower()]
-    if value <= 0:
+    if value == 0 and not allow_zero:
         raise ValueError(f"memory size must be positive: {text!r}")
     return int(value)
 

@@ -67,3 +67,16 @@ def test_overrides_of_context_and_reserve():
 def test_unknown_gpu_message_lists_forms():
     with pytest.raises(ValueError, match="neither a size"):
         resolve_budget("gtx-9999")
+
+
+def test_a_context_or_reserve_of_zero_is_accepted_where_the_gpu_size_is_not():
+    """``--cuda-context 0 --reserve 0`` (a budget measured without them, or JAX with
+    preallocation off): the whole size is usable; a GPU of 0 bytes stays an error."""
+    from memlint.analysis import budget_for
+    from memlint.config import Settings
+
+    assert parse_size("0", allow_zero=True) == 0 and parse_size("0MiB", allow_zero=True) == 0
+    budget = budget_for(Settings(gpu="6MiB", cuda_context="0", reserve="0"))
+    assert budget.usable == 6 * MiB
+    with pytest.raises(ValueError):
+        budget_for(Settings(gpu="0", cuda_context="0", reserve="0"))
