@@ -202,3 +202,36 @@ def test_a_backbone_run_on_its_own_too_is_a_model_of_its_own():
     report = analyze_text(source, "ft.py", Settings())
     assert sorted(graph.variable for graph in report.models) == ["conv_base", "model"]
     assert not report.parts
+
+
+SHARED_TENSORS = textwrap.dedent("""
+    import numpy as np
+    import keras
+    from keras import layers
+
+    image = keras.Input((32, 32, 3))
+    base = keras.Model(image, layers.GlobalAveragePooling2D()(layers.Conv2D(8, 3)(image)),
+                       name="base")
+    for layer in base.layers[:2]:
+        layer.trainable = False
+    predictions = layers.Dense(2, activation="softmax")(base.output)
+    model = keras.Model(inputs=base.input, outputs=predictions)
+    model.compile(optimizer="sgd", loss="categorical_crossentropy")
+    model.fit(np.zeros((100, 32, 32, 3)), np.zeros((100, 2)), batch_size=16)
+""")
+
+
+def test_a_backbone_whose_tensors_build_the_trained_model_is_part_of_it():
+    """Keras 2 fine-tuning builds ``Model(base.input, head(base.output))``: every layer of
+    the backbone is in the trained model, and nothing runs the backbone on its own, so it
+    is that model's part (it was estimated at an assumed batch of 32 with Adam, and at
+    --gpu 400MiB a ResNet50 backbone got a MEM002 error of its own)."""
+    report = analyze_text(SHARED_TENSORS, "ft.py", Settings(gpu="1GiB"))
+    assert [graph.variable for graph in report.models] == ["model"]
+    assert [(graph.variable, graph.setup.part_of) for graph in report.parts] == \
+        [("base", ["functional"])]
+    assert report.models[0].setup.batch_size == 16
+    # run on data itself, it is a model of its own again
+    alone = analyze_text(SHARED_TENSORS + "base.predict(np.zeros((4, 32, 32, 3)))\n",
+                         "ft.py", Settings())
+    assert sorted(graph.variable for graph in alone.models) == ["base", "model"]

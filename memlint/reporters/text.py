@@ -195,11 +195,12 @@ def model_report(graph, breakdown, budget) -> list:
 
 
 def part_line(graph) -> str:
-    """One line for a model that only other models run, as a layer."""
+    """One line for a model that only runs inside other models (as a layer, or with its
+    tensors building them)."""
     where = f" at {graph.location.path}:{graph.location.line}" if graph.location else ""
     users = ", ".join(f"'{name}'" for name in graph.setup.part_of)
-    return (f"Model '{graph.name}' ({graph.kind}){where}: runs only inside {users}, as a "
-            "layer (nothing compiles, fits or calls it on its own): its layers and memory "
+    return (f"Model '{graph.name}' ({graph.kind}){where}: runs only inside {users} "
+            "(nothing compiles, fits or calls it on its own): its layers and memory "
             f"are in {'their estimates' if len(graph.setup.part_of) > 1 else 'its estimate'}")
 
 

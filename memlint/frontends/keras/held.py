@@ -75,13 +75,36 @@ def is_reported(model: Any) -> bool:
 def mark_parts(models: list, graphs: list) -> None:
     """Mark each reported model that other reported models run as a layer while nothing
     runs it on its own (a module-level ``conv_base`` given to ``Sequential([conv_base,
-    ...])`` and never compiled, fitted or called on data): ``setup.part_of`` names them.
+    ...])`` and never compiled, fitted or called on data), or whose layers are all in a
+    model that is compiled, fitted or called (``Model(base.input, head(base.output))``):
+    ``setup.part_of`` names them.
     Its layers and weights are in their steps, at their batch; the report leaves it out
     rather than estimate a step of its own on assumed settings."""
+    used = [(_layer_ids(m), g) for m, g in zip(models, graphs) if m.usage]
     for model, graph in zip(models, graphs):
-        if model.as_layer is None or model.usage:
+        if model.usage:
             continue
-        outer = [other.name for other in graphs if other is not graph and any(
-            layer.name == graph.name and any(c is not None for c in layer.inner_calls)
-            for layer in other.layers)]
+        if model.as_layer is None:
+            # ``Model(base.input, head(base.output))``: a model that runs holds every one of
+            # its layers, the same layer objects (a pretrained backbone's Keras 2
+            # fine-tuning; an encoder of a trained autoencoder)
+            own = _layer_ids(model)
+            outer = [other.name for ids, other in used if other is not graph and own
+                     and own <= ids]
+        else:
+            outer = [other.name for other in graphs if other is not graph and any(
+                layer.name == graph.name and any(c is not None for c in layer.inner_calls)
+                for layer in other.layers)]
         graph.setup.part_of = list(dict.fromkeys(outer))
+
+
+def _layer_ids(model) -> set:
+    """The identities of the layers ``model`` runs (its InputLayers left out)."""
+    from memlint.frontends.keras import nested
+
+    try:
+        layers = nested.model_layers(model)
+    except Exception:  # noqa: BLE001 - a model whose graph is not known: no identities
+        return set()
+    return {id(getattr(layer, "instance", layer)) for layer in layers
+            if getattr(layer, "instance", None) is not None}
