@@ -46,7 +46,7 @@ class FileReport:
     # looked up): the result cache checks them (memlint/cache.py)
     dependencies: dict = field(default_factory=dict)
     memory_caps: list = field(default_factory=list)  # MemoryCap settings the code makes
-    # models that only other models run, as layers (TrainingSetup.part_of): no estimate of
+    # models that only run inside other models (TrainingSetup.part_of): no estimate of
     # their own, their layers and memory are in those models' steps
     parts: list = field(default_factory=list)  # list[ModelGraph]
 
@@ -142,7 +142,7 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
     """Overrides, memory estimate, rules and suppressions for the models of one file."""
     settings, path, budget = report.settings, report.path, report.budget
     detected = None  # the backend the source states: one look per file
-    # a model that only others run, as a layer, is in their steps (TrainingSetup.part_of)
+    # a model that only runs inside others is in their steps (TrainingSetup.part_of)
     report.parts = [graph for graph in models if graph.setup.part_of]
     models = [graph for graph in models if not graph.setup.part_of]
     for graph in models:

@@ -195,8 +195,9 @@ class TrainingSetup:
     batch_per_replica: bool = False
     global_batch_size: Optional[int] = None
     shards: list = field(default_factory=list)
-    # the models that run this one as a layer, where nothing runs it on its own (no compile,
-    # fit, predict, training call): its memory is theirs, and the report leaves it out
+    # the models that run this one (as a layer, or holding all its layers), where nothing
+    # runs it on its own (no compile, fit, predict, training call): its memory is theirs,
+    # and the report leaves it out
     part_of: list = field(default_factory=list)
 
 
