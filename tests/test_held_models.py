@@ -235,3 +235,19 @@ def test_a_backbone_whose_tensors_build_the_trained_model_is_part_of_it():
     alone = analyze_text(SHARED_TENSORS + "base.predict(np.zeros((4, 32, 32, 3)))\n",
                          "ft.py", Settings())
     assert sorted(graph.variable for graph in alone.models) == ["base", "model"]
+
+
+def test_a_sequentials_symbolic_tensors_are_named_as_not_modelled():
+    """``Model(seq.input, head(seq.output))`` on a Sequential: memlint has no tensors for a
+    Sequential's graph; the note says so in words, not an internal type's name."""
+    source = SHARED_TENSORS.replace(
+        "image = keras.Input((32, 32, 3))\n"
+        "base = keras.Model(image, layers.GlobalAveragePooling2D()(layers.Conv2D(8, 3)(image)),\n"
+        "                   name=\"base\")\n",
+        "base = keras.Sequential([keras.Input((32, 32, 3)), layers.Conv2D(8, 3),\n"
+        "                         layers.GlobalAveragePooling2D()], name=\"base\")\n")
+    assert "keras.Sequential" in source
+    report = analyze_text(source, "ft.py", Settings())
+    notes = [d.message for d in report.diagnostics if d.code == "MEM900"]
+    assert any("symbolic input of Sequential model 'base'" in note for note in notes), notes
+    assert not any("BoundMethod" in note for note in notes)

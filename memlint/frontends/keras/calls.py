@@ -111,6 +111,10 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
             return nested.model_layers(base)
         if attr in ("name", "trainable"):
             return getattr(base, attr)
+    if isinstance(base, SequentialModel) and attr in ("input", "inputs", "output", "outputs"):
+        return Unknown(f"the symbolic {attr} of Sequential model '{base.name}', which memlint "
+                       "does not model (build the part it comes from with keras.Input and "
+                       "the functional API)")
     if isinstance(base, FunctionalModel):
         if attr in ("input", "inputs"):
             return base.inputs if attr == "inputs" or len(base.inputs) != 1 else base.inputs[0]
