@@ -1409,8 +1409,7 @@ class Walk(XlaFusion):
         their kernels concatenated (written, then read by the merged product) at the first
         of them (H100 plans of two Dense(32) heads on a Dense(64): ``f32[64, 64]`` beside
         the product)."""
-        if not (self.profile.sign == "xla" and not self.gemm_workspace
-                and layer.type == "Dense") or key in self.kernels_concatenated:
+        if not self.merges_products(layer) or key in self.kernels_concatenated:
             return []
         readers = [self.graph.layers[li] for li, _ in self.consumers.get(key, [])]
         readers = [r for r in readers if r.type == "Dense" and _units(r)]
@@ -1427,8 +1426,7 @@ class Walk(XlaFusion):
         over the output gradients concatenated (written), split as a product of the summed
         widths; the later layers' backward makes none.  Returns the concatenation and the
         partial sums, one transient (None where no sibling qualifies)."""
-        if not (self.profile.sign == "xla" and not self.gemm_workspace
-                and call.layer.type == "Dense" and call.inputs) \
+        if not (self.merges_products(call.layer) and call.inputs) \
                 or self.keep_all_grads() or self.profile.weight_gradients == "kept":
             return None
         x = call.inputs[0]
@@ -1445,8 +1443,8 @@ class Walk(XlaFusion):
         for c in siblings:  # their gradients come out of the same product, now
             c.kernel_merged = True
             self.weight_grads[c.layer.name] = self.alloc(
-                0, self.trainable_bytes(c.layer) * self.gradient_copies(c.layer),
-                "gradients", f"{c.layer.name} weight gradients", c.layer.name)
+                0, self.trainable_bytes(c.layer), "gradients",
+                f"{c.layer.name} weight gradients", c.layer.name)
         per_sample = sum(g.per_sample for g in grads)
         fixed = sum(g.fixed for g in grads)
         shape = call.layer.input_shapes[0] if call.layer.input_shapes else None

@@ -386,6 +386,12 @@ class XlaFusion:
         return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
                                                                        units))
 
+    def merges_products(self, layer) -> bool:
+        """Whether XLA's dot merger runs ``layer``'s product with those of the other Dense
+        layers that read the same tensor, as Triton products (Ampere and later)."""
+        return self.profile.sign == "xla" and not self.gemm_workspace \
+            and layer.type == "Dense"
+
     def reduced_product(self, layer) -> bool:
         """Whether ``layer`` is a Dense of one unit whose product XLA reduces itself
         (``_not_a_gemm``): a multiply and a reduction, in the forward and in the kernel's

@@ -98,7 +98,7 @@ def document(reports: list, errors: list, diff=None) -> dict:
         "diagnostics": [d.as_dict() for r in reports for d in r.diagnostics],
         "models": [model_dict(g, b, r.path, r.budget) for r in reports
                    for g, b in zip(r.models, r.breakdowns)],
-        # models that only other models run, as layers: in those models' estimates
+        # models that only run inside other models: in those models' estimates
         "parts": [{"path": r.path, "name": g.name, "variable": g.variable,
                    "line": g.location.line if g.location else None,
                    "part_of": list(g.setup.part_of), "params": g.params}

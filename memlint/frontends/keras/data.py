@@ -192,11 +192,11 @@ def _tf_data_source(interp, short: str, args: list, kwargs: dict, loc: Location)
     if short in ("TFRecordDataset", "TextLineDataset"):
         return Dataset(Array((), "string"), origin=where)
     if short in ("make_csv_dataset", "make_batched_features_dataset"):
-        return _batched_files(short, args, kwargs, where)
+        return _batched_files(short, args, kwargs, where, loc)
     return Unknown(f"tf.data {short}() is not modelled")
 
 
-def _batched_files(short: str, args: list, kwargs: dict, where: str) -> Any:
+def _batched_files(short: str, args: list, kwargs: dict, where: str, loc: Location) -> Any:
     """``make_csv_dataset(pattern, batch_size, ..., label_name=...)`` and
     ``make_batched_features_dataset(pattern, batch_size, features, ..., label_key=...)``:
     batches of ``batch_size`` records of files that are not read here, so their columns'
@@ -209,7 +209,7 @@ def _batched_files(short: str, args: list, kwargs: dict, where: str) -> Any:
     element = (features, Unknown(f"the label column of {where}")) if label is not None \
         else features
     return Dataset(element, batch=batch, origin=where,
-                   batch_origin=f"{short}(batch_size={batch}) at {where.split(' at ')[-1]}")
+                   batch_origin=f"{short}(batch_size={batch}) at line {loc.line}")
 
 
 def _from_generator(interp, args: list, kwargs: dict, where: str) -> Any:

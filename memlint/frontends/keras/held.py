@@ -11,15 +11,18 @@ A model is reported (:func:`is_reported`) unless it is part of another one: made
 Layer / Model subclass of the file, or used as a layer of another model without a name of
 its own at module level.  A compiled model is always its own: it has a train step of its
 own on the GPU, even when it is also a part of another model (a GAN's discriminator).  A
-module-level model that other reported models run as a layer and nothing runs on its own is
-marked as their part (:func:`mark_parts`): the analysis leaves it out of the estimates.
+model that nothing runs on its own and that other reported models run as a layer, or whose
+layers are all in a model that runs, is marked as their part (:func:`mark_parts`): the
+analysis leaves it out of the estimates.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from memlint.frontends.keras.nested import model_layers
 from memlint.frontends.keras.plain_objects import PlainObject
+from memlint.frontends.keras.values import FunctionalModel, SequentialModel
 
 _MAX_DEPTH = 8  # objects holding objects holding models
 
@@ -77,9 +80,9 @@ def mark_parts(models: list, graphs: list) -> None:
     runs it on its own (a module-level ``conv_base`` given to ``Sequential([conv_base,
     ...])`` and never compiled, fitted or called on data), or whose layers are all in a
     model that is compiled, fitted or called (``Model(base.input, head(base.output))``):
-    ``setup.part_of`` names them.
-    Its layers and weights are in their steps, at their batch; the report leaves it out
-    rather than estimate a step of its own on assumed settings."""
+    ``setup.part_of`` names them.  Its layers and weights are in their steps, at their
+    batch; the report leaves it out rather than estimate a step of its own on assumed
+    settings."""
     used = [(_layer_ids(m), g) for m, g in zip(models, graphs) if m.usage]
     for model, graph in zip(models, graphs):
         if model.usage:
@@ -99,12 +102,9 @@ def mark_parts(models: list, graphs: list) -> None:
 
 
 def _layer_ids(model) -> set:
-    """The identities of the layers ``model`` runs (its InputLayers left out)."""
-    from memlint.frontends.keras import nested
-
-    try:
-        layers = nested.model_layers(model)
-    except Exception:  # noqa: BLE001 - a model whose graph is not known: no identities
+    """The identities of the layers a Sequential or functional ``model`` runs (its
+    InputLayers left out); none for a subclassed model, whose layers its ``call()`` makes."""
+    if not isinstance(model, (SequentialModel, FunctionalModel)):
         return set()
-    return {id(getattr(layer, "instance", layer)) for layer in layers
+    return {id(layer.instance) for layer in model_layers(model)
             if getattr(layer, "instance", None) is not None}
