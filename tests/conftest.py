@@ -69,3 +69,11 @@ def run_oracle(script: str, payload, env: dict | None = None) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"oracle {script} failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout)
+
+
+def keras_script_result(path) -> dict:
+    """What real Keras reports for one script (``tests/oracle/keras_scripts.py``): its
+    models' layers and what each is fed; the script must run."""
+    expected = run_oracle("keras_scripts.py", {"files": [str(path)]})["results"][str(path)]
+    assert "error" not in expected, expected.get("traceback", expected.get("error"))
+    return expected

@@ -9,7 +9,7 @@ import pytest
 from memlint.analysis import analyze_file
 from memlint.config import Settings
 from memlint.frontends.keras import analyze_source
-from tests.conftest import require_keras, run_oracle
+from tests.conftest import keras_script_result, require_keras
 from tests.test_fixtures_oracle import memlint_models
 
 HEAD = "import keras\nfrom keras import layers\n"
@@ -131,8 +131,7 @@ def test_names_and_shapes_match_keras(tmp_path):
     require_keras()
     path = tmp_path / "preprocessing.py"
     path.write_text(ORACLE_SCRIPT)
-    expected = run_oracle("keras_scripts.py", {"files": [str(path)]})["results"][str(path)]
-    assert "error" not in expected, expected.get("traceback", expected.get("error"))
+    expected = keras_script_result(path)
     ours = memlint_models(path)
     assert ours["model"]["layers"] == expected["models"]["model"]["layers"]
     assert [layer["name"] for layer in ours["model"]["layers"]][1:3] == ["add_2", "subtract_1"]

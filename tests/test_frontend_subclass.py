@@ -468,3 +468,93 @@ def test_keras_io_patches_layer_with_extract_patches():
         "m = keras.Model(x, layers.Dense(8)(Patches(4)(x)))\n")
     layers_ = result.models[0].layers
     assert [layer.output_shape for layer in layers_[1:]] == [(None, 64, 48), (None, 64, 8)]
+
+
+SPREAD = (
+    "from keras import ops\n"
+    "class Gate(layers.Layer):\n"
+    "    def __init__(self, units, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.proj = layers.Dense(units)\n"
+    "    def call(self, x, context):\n"
+    "        return self.proj(x) * context\n"
+    "class Scaled(layers.Layer):\n"
+    "    def build(self, input_shape):\n"
+    "        self.w = self.add_weight(shape=(input_shape[-1],), initializer='ones')\n"
+    "    def call(self, x, scale):\n"
+    "        return x * self.w * scale\n"
+    "class EndpointLoss(layers.Layer):\n"
+    "    def call(self, targets, predictions):\n"
+    "        self.add_loss(ops.mean(ops.square(targets - predictions)))\n"
+    "        return predictions\n"
+    "x = keras.Input(shape=(8,), name='features')\n"
+    "c = keras.Input(shape=(4,), name='context')\n"
+    "s = keras.Input(shape=(1,), name='scale')\n"
+    "t = keras.Input(shape=(4,), name='targets')\n"
+    "h = Gate(4, name='gate')(x, c)\n"
+    "h2 = Gate(4, name='gate_kw')(x, context=c)\n"
+    "scaled = Scaled(name='scaled')(x, s)\n"
+    "merged = layers.Concatenate()([layers.Add()([h, h2]), scaled])\n"
+    "out = EndpointLoss(name='endpoint')(layers.Dense(12)(t), merged)\n"
+    "model = keras.Model([x, c, s, t], out)\n"
+    "model.compile(optimizer='adam')\n"
+    "model.fit([np.zeros((64, 8)), np.zeros((64, 4)), np.zeros((64, 1)), np.zeros((64, 4))],\n"
+    "          batch_size=16)\n"
+)
+
+
+def test_layer_class_called_on_several_tensors_gets_them_as_arguments():
+    # Keras hands call() every argument: CTC-style loss layers take (labels, predictions),
+    # a required keyword tensor is passed by name, and build() sees the first tensor's shape
+    result = analyze(SPREAD)
+    got = {row[0]: row[1:] for row in summary(result.models[0])}
+    assert got["gate"] == got["gate_kw"] == ("Gate", (None, 4), 36, 0)
+    assert got["scaled"] == ("Scaled", (None, 8), 8, 0)
+    assert got["endpoint"] == ("EndpointLoss", (None, 12), 0, 0)
+    assert result.models[0].params == 140
+    assert not [d for d in result.diagnostics if d.code in ("MEM005", "MEM900")]
+
+
+def test_arguments_that_do_not_match_call_are_reported_at_the_call_site():
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    result = analyze_text(HEADER + 
+        "class Pair(layers.Layer):\n"
+        "    def call(self, a, b, c):\n"
+        "        return a + b\n"
+        "x = keras.Input(shape=(8,))\n"
+        "m = keras.Model(x, Pair()(x))\n", "snippet.py", Settings())
+    notes = [d for d in result.diagnostics if "do not match" in d.message]
+    assert notes and all(d.line == 8 for d in notes), \
+        [(d.line, d.message) for d in notes]
+
+
+def test_input_of_open_size_that_no_layer_sizes_leaves_no_verdict():
+    # the labels of a CTC-style loss layer: (None, None), read only by the layer's loss;
+    # their bytes are part of the batch, so the estimate is incomplete, not "fits"
+    source = SPREAD.replace("t = keras.Input(shape=(4,), name='targets')",
+                            "t = keras.Input(shape=(None,), name='targets')").replace(
+        "layers.Dense(12)(t)", "t")
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    result = analyze_text(HEADER + source, "snippet.py", Settings())
+    mem005 = [d for d in result.diagnostics if d.code == "MEM005"]
+    assert mem005 and "targets" in mem005[0].message, \
+        [(d.code, d.message) for d in result.diagnostics]
+
+
+@pytest.mark.oracle
+def test_layer_class_called_on_several_tensors_matches_keras(tmp_path):
+    from memlint.analysis import analyze_file
+    from memlint.config import Settings
+    from tests.conftest import keras_script_result, require_keras
+    from tests.test_fixtures_oracle import memlint_models
+    require_keras()
+    path = tmp_path / "model.py"
+    path.write_text(HEADER + SPREAD)
+    expected = keras_script_result(path)
+    got = memlint_models(path)
+    assert got["model"]["layers"] == expected["models"]["model"]["layers"]
+    assert got["model"]["total"] == expected["models"]["model"]["total"]
+    graph = analyze_file(str(path), Settings()).models[0]
+    assert graph.setup.batch_size == expected["fed"]["model"]["batch_size"] == 16

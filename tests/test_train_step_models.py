@@ -15,7 +15,7 @@ import pytest
 from memlint.analysis import analyze_file, analyze_text
 from memlint.config import Settings
 from memlint.frontends.keras import analyze_source
-from tests.conftest import require_keras, run_oracle
+from tests.conftest import keras_script_result, require_keras
 from tests.test_fixtures_oracle import memlint_models
 
 VAE = '''
@@ -172,8 +172,7 @@ def test_matches_keras(source, tmp_path):
     require_keras()
     path = tmp_path / "model.py"
     path.write_text(textwrap.dedent(source).lstrip("\n"))
-    expected = run_oracle("keras_scripts.py", {"files": [str(path)]})["results"][str(path)]
-    assert "error" not in expected, expected.get("traceback", expected.get("error"))
+    expected = keras_script_result(path)
     got = memlint_models(path)
     assert set(got) == set(expected["models"])
     for variable, model in expected["models"].items():

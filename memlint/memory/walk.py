@@ -174,6 +174,7 @@ class Walk(XlaFusion):
         self.snapshot: Optional[list] = None
         self.events = 0
         self.unknown: list = []
+        self.unknown_inputs: list = []  # model inputs of open size
         self.tensors: dict = {}
         self.data: list = []
         self.pending: dict = {}
@@ -299,8 +300,10 @@ class Walk(XlaFusion):
             self.alloc(0, slots, "optimizer", f"{self.setup.optimizer.name} slots")
         if not any(layer.type in INPUT_TYPES for layer in layers):  # else the inputs are nodes
             for i, shape in enumerate(graph.input_shapes):
-                size = self.shape_size(shape, prec.variable_bytes) or (0, 0)
-                self.data.append(_Tensor(self.alloc(*size, "data", f"input {i + 1}"),
+                size = self.shape_size(shape, prec.variable_bytes)
+                if size is None:
+                    self.unknown_inputs.append(f"input {i + 1}")
+                self.data.append(_Tensor(self.alloc(*(size or (0, 0)), "data", f"input {i + 1}"),
                                          shape=tuple(shape) if shape else None))
 
         self.call_order = order
@@ -389,7 +392,9 @@ class Walk(XlaFusion):
                 self.release(buf)
         else:
             self.event("forward", "end")
-        self.result.unknown = list(dict.fromkeys(self.unknown))
+        # an input of open size is named only where no layer's size is unknown (a CTC
+        # loss layer's labels, read by nothing that sizes a tensor): the batch holds it
+        self.result.unknown = list(dict.fromkeys(self.unknown or self.unknown_inputs))
         return self.result
 
     def loss_temporaries(self, outputs: list) -> Optional[Buffer]:
@@ -531,8 +536,9 @@ class Walk(XlaFusion):
         element = prec.variable_bytes if layer.type == "InputLayer" else \
             element or self.compute_bytes
         sizes = self.sizes(layer, out_shape, element) if out_shape is not None else []
-        if layer.type not in INPUT_TYPES and (out_shape is None or None in sizes):
-            self.unknown.append(layer.name)
+        if out_shape is None or None in sizes:
+            (self.unknown_inputs if layer.type in INPUT_TYPES else self.unknown).append(
+                layer.name)
 
         # what its backward keeps, resolved against the profile
         specs = []

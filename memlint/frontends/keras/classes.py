@@ -91,6 +91,8 @@ class ClassLayer:
     dtype_policy: Optional[tuple] = None
     keras3_input_arg: bool = False
     input_keys: Optional[list] = None  # the call now being traced had a dict of inputs
+    # the call now being traced gave call() several tensors: (positional count, keywords)
+    spread: Optional[tuple] = None
 
 
 @record
@@ -351,11 +353,15 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
         if keys is not None:
             args = [[data[k] for k in keys], *args[1:]] if args else [[data[k] for k in keys]]
             kwargs = {k: v for k, v in kwargs.items() if k != "inputs"}
-        layer.input_keys = keys
+        spread = None if keys is not None else _spread_tensors(obj, args, kwargs)
+        if spread is not None:
+            tensors = list(args) + [kwargs[k] for k in spread[1]]
+            args, kwargs = [tensors], {k: v for k, v in kwargs.items() if k not in spread[1]}
+        layer.input_keys, layer.spread = keys, spread
         try:
             return call_layer(interp, layer, args, kwargs, node)
         finally:
-            layer.input_keys = None
+            layer.input_keys = layer.spread = None
     if obj.cls.kind == "model" and flat and all(
             isinstance(a, Array) and len(a.shape) >= 1 for a in flat):
         loc = interp.location(node)
@@ -366,6 +372,22 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
         trace_model(obj, shapes[0] if single else shapes,
                     f"its call on data at line {loc.line}", loc, keys)
     return Unknown(f"result of calling {obj.cls.name} on data")
+
+
+def _spread_tensors(obj: ClassObject, args: list, kwargs: dict) -> Optional[tuple]:
+    """Keras hands call() every argument of the layer call: where it gets several tensors
+    (``CTCLayer()(labels, predictions)``, ``block(x, context=c)`` with ``context`` a
+    required parameter), they are the layer's inputs, spread back over call()'s arguments
+    when it is traced: (how many positional, the keyword names); None for one input.
+    Keyword tensors of parameters with a default (``mask=``) are left out, as before."""
+    call = obj.cls.methods.get("call")
+    if call is None or not args or not all(isinstance(a, Tensor) for a in args):
+        return None
+    required = {p.name.value for p in call.node.params.params if p.default is None}
+    keywords = [k for k, v in kwargs.items() if isinstance(v, Tensor) and k in required]
+    if len(args) + len(keywords) < 2:
+        return None
+    return len(args), keywords
 
 
 def _dict_keys(data: Any) -> Optional[list]:
@@ -445,7 +467,7 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
         obj.input_shape, obj.input_source = shapes, f"its first call at line {node_loc.line}"
     if obj.cls.registry_base is not None:
         return layer_subclasses.output_for(layer, shapes, node)
-    _build_once(obj, shapes, node)
+    _build_once(obj, shapes[0] if layer.spread is not None else shapes, node)
     call = obj.cls.methods.get("call")
     step = obj.cls.methods.get("train_step") if obj.cls.kind == "model" else None
     if call is None and step is None:
@@ -453,7 +475,8 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     if call is None:
         out = _train_step_output(layer, step, shapes, node)
     else:
-        out = run_method(interp, obj, call, [_call_inputs(layer, shapes)], {}, node)
+        args, kwargs = _call_arguments(layer, shapes)
+        out = run_method(interp, obj, call, args, kwargs, node)
     # what made each tensor call() returned (for the memory model's wiring of the inside)
     interp.state.returned_by = [t.producer if isinstance(t, Tensor) else None
                                 for t in flatten_structure(out)]
@@ -488,6 +511,16 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
         "as if trained together: an over-estimate)")
     last, index = calls[-1]
     return output_tensors(last, index)
+
+
+def _call_arguments(layer: ClassLayer, shapes: Any) -> tuple:
+    """call()'s positional and keyword arguments: the inputs, or the tensors the layer call
+    spread over several arguments."""
+    if layer.spread is None:
+        return [_call_inputs(layer, shapes)], {}
+    count, keywords = layer.spread
+    tensors = [Tensor(s) for s in shapes]
+    return tensors[:count], dict(zip(keywords, tensors[count:]))
 
 
 def _call_inputs(layer: ClassLayer, shapes: Any) -> Any:

@@ -173,7 +173,9 @@ class Interpreter(ExpressionEvaluator):
     def location(self, node: cst.CSTNode) -> Location:
         pos = self.positions.get(node)
         if pos is None:
-            return self.anchor or Location(self.state.path, 1, 1)
+            given = getattr(node, "loc", None)  # a call site traced outside its statement
+            return given if isinstance(given, Location) else \
+                self.anchor or Location(self.state.path, 1, 1)
         return Location(self.state.path, pos.start.line, pos.start.column + 1,
                         pos.end.line, pos.end.column + 1)
 
