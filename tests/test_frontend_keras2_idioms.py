@@ -208,3 +208,21 @@ def test_a_function_as_keras1_merge_mode_is_named_in_one_short_line():
     messages = [d.message for d in analyze_source(source, "m.py").diagnostics]
     assert messages == ["merge(): a function as merge mode (<lambda> at line 4) is not "
                         "modelled: its output shape is not computed"]
+
+
+def test_lower_case_optimizer_names_of_keras_2():
+    # keras.optimizers.rmsprop(lr=..., decay=...) in Keras 2.0-2.2's CIFAR-10 example
+    source = ("import keras\nfrom keras import optimizers\n"
+              "from keras.models import Sequential\nfrom keras.layers import Dense\n"
+              "m = Sequential([Dense(4, input_shape=(8,))])\n"
+              "m.compile(loss='mse', optimizer=keras.optimizers.rmsprop(lr=1e-4, decay=1e-6))\n"
+              "n = Sequential([Dense(4, input_shape=(8,))])\n"
+              "n.compile(loss='mse', optimizer=optimizers.sgd(lr=0.01, momentum=0.9))\n"
+              "k = Sequential([Dense(4, input_shape=(8,))])\n"
+              "k.compile(loss='mse', optimizer=keras.optimizers.get('adagrad'))\n")
+    got = models(source)
+    assert got["m"].setup.optimizer.name == "rmsprop"
+    assert (got["n"].setup.optimizer.name, got["n"].setup.optimizer.options) == (
+        "sgd", {"momentum": 0.9})
+    # keras.optimizers.get is not an optimizer class: memlint assumes one, and says so
+    assert "assumed" in got["k"].setup.optimizer.source

@@ -15,6 +15,7 @@ from memlint.frontends.keras import (classes, data, devices, keras_utils, models
                                     plain_objects, shape_attrs, tensor_ops, training_loops)
 from memlint.frontends.keras import application_preprocessing, applications, arrays
 from memlint.frontends.keras.names import canonical, layer_class
+from memlint.frontends.keras.layer_isinstance import layer_isinstance
 from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
                                             ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
                                             Partial, Policy, Ref, SequentialModel, Tensor,
@@ -238,7 +239,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return models.call_layer(interp, layer, [inputs], {}, node)
     if name == "keras.layers.merge":
         return _keras1_merge(interp, args, kwargs, node)
-    if name.startswith("keras.optimizers.") and short[:1].isupper():
+    if name.startswith("keras.optimizers.") and (
+            short[:1].isupper() or short in KERAS2_OPTIMIZER_ALIASES):
         return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
     if name.startswith("keras.losses.") and short[:1].isupper():
         return Ref(name)  # a loss object: compile() needs only which loss it is
@@ -434,6 +436,13 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
     return Unknown(f"method {method}() is not evaluated")
 
 
+# Keras 2.0 to 2.2 named each optimizer class in lower case too (``keras.optimizers.rmsprop(
+# lr=1e-4, decay=1e-6)`` in its CIFAR-10 example); ``keras.optimizers.get`` and the rest
+# of the module's functions are not optimizers
+KERAS2_OPTIMIZER_ALIASES = frozenset({"sgd", "rmsprop", "adagrad", "adadelta", "adam",
+                                      "adamax", "nadam"})
+
+
 # ---------------------------------------------------------------------- helpers
 
 def optimizer_spec(name: str, args: list, kwargs: dict, source: str) -> OptimizerSpec:
@@ -618,8 +627,12 @@ def _copied(value: Any, deep: bool, depth: int = 0) -> Any:
 
 
 def _isinstance(value: Any, types: Any) -> Any:
-    """``isinstance`` for plain Python values against the builtin types."""
+    """``isinstance`` for plain Python values against the builtin types, and for layers
+    against Keras's layer classes (:mod:`.layer_isinstance`)."""
     wanted = types if isinstance(types, tuple) else (types,)
+    decided = layer_isinstance(value, wanted)
+    if decided is not None:
+        return decided
     if not all(isinstance(t, Ref) and t.name in _PLAIN_TYPES for t in wanted):
         return Unknown("isinstance() against a type memlint does not model")
     if not isinstance(value, (int, float, str, list, tuple, dict, type(None))):
