@@ -154,6 +154,10 @@ TFDS = ("import tensorflow_datasets as tfds\n"
      "with_info=True)", "ds.map(resize).shuffle(100).batch(128)", 128),
     ("ds = tfds.load('mnist', split='train', batch_size=16)", "ds", 16),
     ("ds = tfds.load('mnist', split='train')", "ds", None),  # unbatched, shapes not known
+    # no split=: a dict of the catalogue's splits (TensorFlow's distributed training guide)
+    ("datasets, info = tfds.load(name='mnist', with_info=True, as_supervised=True)\n"
+     "train = datasets['train']", "train.cache().shuffle(10000).batch(64)", 64),
+    ("splits = tfds.load('mnist')\nfirst = splits[0]", "first.batch(64)", None),
 ])
 def test_a_tensorflow_datasets_source_gives_the_batch_the_code_makes(load, fed, batch):
     """TensorFlow Datasets' catalogue is not described, so its elements' shapes are not

@@ -159,6 +159,8 @@ def subscript(base: Any, key: Any, failed=None) -> Any:
             return Unknown("index out of range or missing key in the analysed code")
     if isinstance(base, Array):
         return arrays.getitem(base, key)
+    if isinstance(base, data.Splits) and isinstance(key, str):  # tfds.load(name)["train"]
+        return base.dataset
     return Unknown("subscript of a value not known statically")
 
 

@@ -41,6 +41,15 @@ class Dataset:
 
 
 @record(eq=False)
+class Splits:
+    """``tfds.load(name)`` without ``split=``: the catalogue's splits by name, each a dataset
+    of the same (undescribed) elements; which names exist is not known."""
+
+    dataset: Any
+    origin: str = ""
+
+
+@record(eq=False)
 class ImageGenerator:
     """``ImageDataGenerator(...)``: augmentation settings; its flows are datasets."""
 
@@ -98,7 +107,8 @@ def _tfds_load(args: list, kwargs: dict, loc: Location) -> Any:
     """``tfds.load(name, split=..., as_supervised=..., with_info=..., batch_size=...)``: the
     catalogue's datasets are not described here, so their elements' shapes are not known;
     what the code does to them (``.map`` resizing, ``.batch(n)``) still is.  A list of splits
-    gives a list of datasets; ``with_info=True`` a pair with the (unknown) info."""
+    gives a list of datasets, no ``split=`` the splits by name (:class:`Splits`);
+    ``with_info=True`` a pair with the (unknown) info."""
     name = args[0] if args else kwargs.get("name")
     origin = f"tfds.load({name!r}) at line {loc.line}" if isinstance(name, str) \
         else f"tfds.load() at line {loc.line}"
@@ -119,8 +129,7 @@ def _tfds_load(args: list, kwargs: dict, loc: Location) -> Any:
     elif isinstance(split, str):
         datasets = dataset
     else:  # every split, as a dict keyed by the catalogue's split names
-        datasets = Unknown(f"{origin} without split= gives the catalogue's splits, "
-                           "not known statically")
+        datasets = dataset if is_unknown(dataset) else Splits(dataset, origin)
     if kwargs.get("with_info") is True:
         return (datasets, Unknown(f"the info of {origin}"))
     return datasets
