@@ -558,3 +558,17 @@ def test_layer_class_called_on_several_tensors_matches_keras(tmp_path):
     assert got["model"]["total"] == expected["models"]["model"]["total"]
     graph = analyze_file(str(path), Settings()).models[0]
     assert graph.setup.batch_size == expected["fed"]["model"]["batch_size"] == 16
+
+
+def test_keyword_only_tensor_of_call_is_passed_by_name():
+    result = analyze(
+        "class Join(layers.Layer):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.dense = layers.Dense(4)\n"
+        "    def call(self, x, *, context, scale=None):\n"
+        "        return self.dense(x) + context\n"
+        "x = keras.Input(shape=(8,))\n"
+        "y = keras.Input(shape=(4,))\n"
+        "m = keras.Model([x, y], Join()(x, context=y, scale=y))\n")
+    assert summary(result.models[0])[-1] == ("join", "Join", (None, 4), 36, 0)

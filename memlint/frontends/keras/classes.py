@@ -383,7 +383,11 @@ def _spread_tensors(obj: ClassObject, args: list, kwargs: dict) -> Optional[tupl
     call = obj.cls.methods.get("call")
     if call is None or not args or not all(isinstance(a, Tensor) for a in args):
         return None
-    required = {p.name.value for p in call.node.params.params if p.default is None}
+    params = getattr(call.node, "params", None)
+    if params is None:
+        return None
+    required = {p.name.value for p in [*params.posonly_params, *params.params,
+                                       *params.kwonly_params] if p.default is None}
     keywords = [k for k, v in kwargs.items() if isinstance(v, Tensor) and k in required]
     if len(args) + len(keywords) < 2:
         return None
