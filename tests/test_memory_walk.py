@@ -2440,3 +2440,21 @@ def test_a_relu_a_max_pooling_reads_is_differentiated_beside_its_output(capabili
         or after.peak_at["phase"] == "forward"
     update = [m["bytes"] for m in after.timeline if m["phase"] == "update"]
     assert update and max(update) < 32 * 64 * 64 * 16 * 4  # no convolution output left
+
+
+@pytest.mark.parametrize("first, activation, batch, plan_peak", [
+    ("L.LSTM(64, return_sequences=True)", None, 32, 873_056),
+    ("L.LSTM(64, return_sequences=True)", None, 256, 6_034_016),
+    ("L.Conv1D(64, 3, padding='same', activation='relu')", "'softmax'", 32, 703_576),
+    ("L.Conv1D(64, 3, padding='same', activation='relu')", "'softmax'", 256, 5_176_408)])
+def test_a_time_distributed_dense_output_writes_its_steps_beside_the_predictions(
+        first, activation, batch, plan_peak):
+    """H100 predict plans of 12 steps into TimeDistributed(Dense(200)): the steps' product
+    (linear) or one softmax per step, beside the step's output buffer they are copied
+    into (a GRU decoder into the softmax head: -16.9% without them)."""
+    body = (f"model = keras.Sequential([keras.Input((12, 16)), {first}, "
+            f"L.TimeDistributed(L.Dense(200, activation={activation}))])")
+    b = estimate(graph_of(body, batch=batch, optimizer="adam", mode="infer"), profile=XLA,
+                 compute_capability="9.0")
+    assert abs(b.peak - plan_peak) / plan_peak <= 0.01
+    assert "time_distributed time-major steps" in _tensors(b)
