@@ -143,6 +143,19 @@ def test_precision_policies(head, policy):
     assert setup_of("", head=head).dtype_policy == policy
 
 
+@pytest.mark.parametrize("head, source", [
+    ("import keras\nkeras.config.set_dtype_policy('mixed_bfloat16')\n",
+     "set_dtype_policy at line 2"),
+    ("from keras.config import set_dtype_policy\nset_dtype_policy('mixed_bfloat16')\n",
+     "set_dtype_policy at line 2"),
+    ("from keras import mixed_precision\nmixed_precision.set_global_policy('mixed_bfloat16')\n",
+     "set_global_policy at line 2"),
+])
+def test_the_policy_source_names_the_function_as_the_code_calls_it(head, source):
+    setup = setup_of("", head=head)
+    assert (setup.dtype_policy, setup.dtype_source) == ("mixed_bfloat16", source)
+
+
 TFDS = ("import tensorflow_datasets as tfds\n"
         "def resize(image, label):\n"
         "    return tf.image.resize(image, (4, 4)), label\n")

@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+import libcst as cst
+
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, shape_attrs, tensor_ops, training_loops)
 from memlint.frontends.keras import application_preprocessing, applications, arrays
@@ -250,7 +252,11 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         policy = _policy_name(args[0] if args else kwargs.get("policy"))
         if policy is not None:
             state.dtype_policy = policy
-            state.dtype_source = f"set_global_policy at line {interp.location(node).line}"
+            # named as the code spells it (Keras 3's keras.config.set_dtype_policy too)
+            func = getattr(node, "func", None)
+            called = func.attr if isinstance(func, cst.Attribute) else func
+            spelled = called.value if isinstance(called, cst.Name) else "set_global_policy"
+            state.dtype_source = f"{spelled} at line {interp.location(node).line}"
         return None
     if name == "keras.mixed_precision.Policy":
         return Policy(args[0]) if args and isinstance(args[0], str) else Unknown("policy name")
