@@ -543,19 +543,26 @@ def test_input_of_open_size_that_no_layer_sizes_leaves_no_verdict():
         [(d.code, d.message) for d in result.diagnostics]
 
 
-@pytest.mark.oracle
-def test_layer_class_called_on_several_tensors_matches_keras(tmp_path):
-    from memlint.analysis import analyze_file
-    from memlint.config import Settings
+def _matches_keras(tmp_path, body: str):
+    """The script's model as real Keras reports it and as memlint does (the oracle tier);
+    returns the script's path and Keras's answer."""
     from tests.conftest import keras_script_result, require_keras
     from tests.test_fixtures_oracle import memlint_models
     require_keras()
     path = tmp_path / "model.py"
-    path.write_text(HEADER + SPREAD)
+    path.write_text(HEADER + body)
     expected = keras_script_result(path)
     got = memlint_models(path)
     assert got["model"]["layers"] == expected["models"]["model"]["layers"]
     assert got["model"]["total"] == expected["models"]["model"]["total"]
+    return path, expected
+
+
+@pytest.mark.oracle
+def test_layer_class_called_on_several_tensors_matches_keras(tmp_path):
+    from memlint.analysis import analyze_file
+    from memlint.config import Settings
+    path, expected = _matches_keras(tmp_path, SPREAD)
     graph = analyze_file(str(path), Settings()).models[0]
     assert graph.setup.batch_size == expected["fed"]["model"]["batch_size"] == 16
 
@@ -572,3 +579,34 @@ def test_keyword_only_tensor_of_call_is_passed_by_name():
         "y = keras.Input(shape=(4,))\n"
         "m = keras.Model([x, y], Join()(x, context=y, scale=y))\n")
     assert summary(result.models[0])[-1] == ("join", "Join", (None, 4), 36, 0)
+
+
+# keras.io's positional embedding (its sequence length taken from the input)
+POSITIONAL_CLASS = (
+    "from keras import ops\n"
+    "class PositionalEmbedding(layers.Layer):\n"
+    "    def __init__(self, length, vocab, dim, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.tokens = layers.Embedding(vocab, dim)\n"
+    "        self.positions = layers.Embedding(length, dim)\n"
+    "    def call(self, inputs):\n"
+    "        length = ops.shape(inputs)[-1]\n"
+    "        return self.tokens(inputs) + self.positions(ops.arange(0, length, 1))\n"
+)
+POSITIONAL_OPEN = POSITIONAL_CLASS + (
+    "tokens = keras.Input(shape=(None,), dtype='int64', name='tokens')\n"
+    "model = keras.Model(tokens, layers.Dense(4)(PositionalEmbedding(20, 1000, 16)(tokens)))\n"
+)
+
+
+def test_arange_to_a_symbolic_length_is_of_that_length():
+    # keras.io's PositionalEmbedding on sequences of open length: (None, None, 16), not a
+    # zero-length sequence (arange(0, None) was taken as arange(0))
+    got = summary(analyze(POSITIONAL_OPEN).models[0])
+    assert got[1] == ("positional_embedding", "PositionalEmbedding", (None, None, 16),
+                      16_320, 0)
+
+
+@pytest.mark.oracle
+def test_arange_to_a_symbolic_length_matches_keras(tmp_path):
+    _matches_keras(tmp_path, POSITIONAL_OPEN)

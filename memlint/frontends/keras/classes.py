@@ -712,9 +712,10 @@ def tensor_function(name: str, args: list, kwargs: dict) -> Any:
             return tuple(x.shape)
         return Unknown(f"{name} of a tensor not known statically")
     start = args[0] if args else kwargs.get("start", 0)
+    given = len(args) > 1 or "stop" in kwargs or "limit" in kwargs
     stop = args[1] if len(args) > 1 else kwargs.get("stop", kwargs.get("limit"))
     step = args[2] if len(args) > 2 else kwargs.get("step", kwargs.get("delta", 1))
-    if stop is None:
+    if not given:  # arange(n); a stop given as None is a symbolic size: the length is too
         start, stop = 0, start
     if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)) \
             and step != 0:
