@@ -33,6 +33,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                                                  "does not say)")
     parser.add_argument("--input-shape", help="model input shape without the batch dimension, "
                                               "e.g. 224,224,3")
+    parser.add_argument("--input", action="append", metavar="NAME=SHAPE",
+                        help="shape of the model input NAME without the batch dimension, "
+                             "e.g. --input encoder_inputs=20 (repeatable: models of several "
+                             "inputs)")
     parser.add_argument("--mode", choices=("train", "infer"), help="training or inference")
     parser.add_argument("--dim", action="append", metavar="NAME=SIZE",
                         help="size of a symbolic ONNX dimension, e.g. --dim seq=128 "
@@ -167,7 +171,7 @@ def _cli_settings(args) -> dict:
 
     return {
         "gpu": args.gpu, "batch_size": args.batch_size, "gpus": args.gpus,
-        "input_shape": args.input_shape,
+        "input_shape": args.input_shape, "inputs": args.input,
         "mode": args.mode, "optimizer": args.optimizer, "backend": args.backend,
         "cuda_context": args.cuda_context,
         "reserve": args.reserve, "margin": args.margin,

@@ -1,7 +1,8 @@
 """Settings: defaults, then ``.memlint.yaml`` or ``[tool.memlint]`` in ``pyproject.toml``
 (the nearest one found walking up from each checked file), then command-line flags.
 
-Keys (kebab-case in files): ``gpu``, ``batch-size``, ``input-shape``, ``mode``, ``optimizer``,
+Keys (kebab-case in files): ``gpu``, ``batch-size``, ``input-shape``, ``inputs`` (named model
+inputs' shapes, merged with ``--input``), ``mode``, ``optimizer``,
 ``backend`` (tf, jax, torch), ``select``, ``ignore``, ``fail-on``, ``cuda-context``,
 ``reserve``, ``margin`` (the verdict's room for memlint's error, percent of the peak:
 ``10%``; default: the backend profile's measured margin), ``entry``, ``dims`` (ONNX
@@ -40,6 +41,7 @@ class Settings:
     batch_size: Optional[int] = None
     gpus: Optional[int] = None  # GPUs a distribution strategy spreads over (default: the code's)
     input_shape: Optional[tuple] = None  # without the batch dimension
+    inputs: dict = field(default_factory=dict)  # model input name -> shape without the batch
     mode: Optional[str] = None
     optimizer: Optional[str] = None
     backend: Optional[str] = None  # tf, jax, torch: the memory profile (default: from code)
@@ -80,6 +82,26 @@ def parse_shape(value: Any, where: str) -> tuple:
             v is None or (isinstance(v, int) and v > 0) for v in value):
         raise ConfigError(f"{where}: input shape must be positive ints, e.g. 16,16,1")
     return tuple(value)
+
+
+def parse_inputs(value: Any, where: str) -> dict:
+    """Shapes of named model inputs: ``{"encoder_inputs": [20]}``, ``["encoder_inputs=20",
+    "image=224,224,3"]`` (``--input``, repeatable) -> {name: shape without the batch}."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, (list, tuple)):
+        pairs = {}
+        for item in value:
+            name, sep, shape = str(item).partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(f"{where}: an input is NAME=SHAPE (the shape without the "
+                                  f"batch, e.g. encoder_inputs=20), got {item!r}")
+            pairs[name.strip()] = shape
+        value = pairs
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: inputs must map model input names to shapes")
+    return {str(name): parse_shape(shape, f"{where}: input {name!r}")
+            for name, shape in value.items()}
 
 
 def parse_dims(value: Any, where: str) -> dict:
@@ -129,6 +151,8 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             raise ConfigError(f"{where}: {name} must be a positive int, got {value!r}")
     elif key == "input_shape":
         value = parse_shape(value, where)
+    elif key == "inputs":
+        value = parse_inputs(value, where)
     elif key == "mode":
         value = {"inference": "infer", "training": "train"}.get(value, value)
         if value not in MODES:
@@ -179,6 +203,8 @@ def settings_from_table(table: dict, where: str, base: Settings = Settings()) ->
         changes[key] = _coerce(key, value, f"{where}: {raw_key}")
     if "dims" in changes:
         changes["dims"] = {**base.dims, **changes["dims"]}
+    if "inputs" in changes:
+        changes["inputs"] = {**base.inputs, **changes["inputs"]}
     if "rules" in changes:
         merged = {code: dict(opts) for code, opts in base.rules.items()}
         for code, opts in changes["rules"].items():

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
+from tests.test_frontend_subclass import POSITIONAL_CLASS
 
 SEED = FIXTURES / "seed_gtx960_keras1.py"
 
@@ -154,3 +155,30 @@ def test_report_says_an_unknown_batch_is_unknown(tmp_path):
     line = next(l for l in proc.stdout.splitlines() if "batch size:" in l)
     assert "batch size:   unknown: fit() at line 5" in line and "pass --batch-size" in line
     assert "at batch size 1)" in line
+
+
+POSITIONAL = "import keras\nfrom keras import layers\n" + POSITIONAL_CLASS + (
+    "source = keras.Input(shape=(None,), dtype='int64', name='source')\n"
+    "target = keras.Input(shape=(None,), dtype='int64', name='target')\n"
+    "a = PositionalEmbedding(20, 1000, 16)(source)\n"
+    "b = PositionalEmbedding(20, 1000, 16)(target)\n"
+    "model = keras.Model([source, target], layers.Dense(4)(layers.Add()([a, b])))\n"
+    "model.compile('adam', 'mse')\n"
+)
+
+
+def test_named_inputs_size_what_the_code_leaves_open(tmp_path):
+    path = tmp_path / "seq.py"
+    path.write_text(POSITIONAL)
+    open_ = memlint("check", path, "--gpu", "8GiB")
+    assert open_.returncode == 1, open_.stderr
+    assert "Pass --input source=T and --input target=T" in open_.stdout
+    sized = memlint("report", path, "--gpu", "8GiB", "--input", "source=20", "--input",
+                    "target=20", "--output-format", "json")
+    model = json.loads(sized.stdout)["models"][0]
+    assert model["memory"]["peak"] > 0 and not model["unknown_activations"], model
+    assert model["verdict"] == "fits" and not model["peak_is_lower_bound"]
+    wrong = memlint("check", path, "--gpu", "8GiB", "--input", "src=20")
+    assert "--input src: no keras.Input of this file is named 'src'" in wrong.stdout
+    rank = memlint("check", path, "--gpu", "8GiB", "--input", "source=20,4")
+    assert "--input source: (20, 4) has 2 dimension(s), the Input has 1" in rank.stdout

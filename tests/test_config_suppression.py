@@ -69,6 +69,17 @@ def test_input_shape_forms():
     assert settings_from_table({"input-shape": [None, 8]}, "x").input_shape == (None, 8)
 
 
+def test_named_input_forms():
+    # --input NAME=SHAPE (repeatable) and the inputs table of a config file, merged
+    cli = settings_from_table({"inputs": ["encoder_inputs=20", "image=224,224,3"]}, "x")
+    assert cli.inputs == {"encoder_inputs": (20,), "image": (224, 224, 3)}
+    table = settings_from_table({"inputs": {"tokens": [128]}}, "x", base=cli)
+    assert table.inputs == {"encoder_inputs": (20,), "image": (224, 224, 3), "tokens": (128,)}
+    for bad in (["20"], ["=20"], ["tokens=a"], 5):
+        with pytest.raises(ConfigError, match="input"):
+            settings_from_table({"inputs": bad}, "x")
+
+
 def test_suppression_comments():
     table = suppressions(
         "a = 1  # noqa: MEM001, MEM004 because reasons\n"

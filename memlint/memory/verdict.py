@@ -157,13 +157,19 @@ def memory_graph(graph):
 
 
 def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
-    """The options that would complete the estimate: ``--input-shape`` with placeholders for
-    the unknown input dimensions, ``--batch-size`` when the batch size is unknown."""
+    """The options that would complete the estimate: ``--input-shape`` (one input) or
+    ``--input NAME=...`` (several) with placeholders for the unknown input dimensions,
+    ``--batch-size`` when the batch size is unknown."""
     flags = []
     if breakdown.unknown_activations:
-        hints = [h for h in map(input_shape_hint, memory_graph(graph).input_shapes) if h]
-        if len(hints) == 1:
+        sized = memory_graph(graph)
+        hints = [h for h in map(input_shape_hint, sized.input_shapes) if h]
+        if len(hints) == 1 and len(sized.input_shapes) == 1:
             flags.append(f"--input-shape {hints[0]}")
+        elif hints:  # several inputs: each open one by its name
+            flags += [f"--input {layer.name}={input_shape_hint(layer.output_shape)}"
+                      for layer in sized.layers if layer.type == "InputLayer"
+                      and input_shape_hint(layer.output_shape)]
     if not breakdown.batch_known:
         flags.append("--batch-size N")
     return flags

@@ -87,8 +87,11 @@ def _nesting_problem(source: str) -> Optional[str]:
 
 
 def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = None,
-                   roots: tuple = (), entry: Optional[str] = None) -> FrontendResult:
-    """Analyse Keras model source text; ``input_shape`` (batch first) overrides the code's.
+                   roots: tuple = (), entry: Optional[str] = None,
+                   inputs: Optional[dict] = None) -> FrontendResult:
+    """Analyse Keras model source text; ``input_shape`` (batch first) overrides the code's;
+    ``inputs`` (an Input's name -> shape without the batch) sizes what named Inputs leave
+    open.
 
     ``roots``: extra folders where absolute imports of the user's own modules are looked up
     (the file's folder and the package roots above it always are).  ``entry``: ``NAME`` or
@@ -97,7 +100,7 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
 
     Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
     come back as diagnostics, with whatever models could be found."""
-    state = FileState(path, input_shape_hint=input_shape)
+    state = FileState(path, input_shape_hint=input_shape, named_inputs=dict(inputs or {}))
     problem, tokens = measure(source)
     work = {"tokens": tokens, "parsed": 0}
     if problem is not None:
@@ -204,6 +207,11 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
             models.append(_model_graph(state, model, input_shape))
         reported.append(model)
     mark_parts(reported, models)
+    for name in state.named_inputs:
+        if name not in state.named_inputs_used:
+            state.note_unresolved(Location(path, 1, 1), f"--input {name}",
+                                  f"no keras.Input of this file is named {name!r}; "
+                                  "the shape is not used")
     entries = _note_factories(interpreter, state) if not models and entry is None else []
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
                           memory_caps=list(state.memory_caps),

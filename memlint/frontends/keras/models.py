@@ -183,6 +183,8 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
     name = given if isinstance(given, str) else state.unique_name("input_layer")
     ref = LayerRef(LayerInstance(_INPUT_KIND, {}), "InputLayer", name, loc)
     ref.weights = []
+    if name in state.named_inputs:
+        full = _named_input_shape(state, loc, name, full, batch)
     if full is None and state.input_shape_hint is not None:
         full = tuple(state.input_shape_hint)
         state.note_info(loc, f"Input '{name}': its shape is not known statically; "
@@ -194,6 +196,25 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
         return Tensor(None, (ref, 0, 0), reason="model input shape unknown")
     ref.calls.append(CallRecord([], full))
     return Tensor(full, (ref, 0, 0))
+
+
+def _named_input_shape(state, loc, name: str, full, batch) -> Optional[tuple]:
+    """``--input NAME=SHAPE`` for ``keras.Input(..., name=NAME)``: the sizes of the
+    dimensions the code leaves open (all of them where its shape is not known), as the
+    data would give them; a shape of another rank is not used."""
+    state.named_inputs_used.add(name)
+    given = tuple(state.named_inputs[name])
+    if full is None:
+        full = (batch if isinstance(batch, int) else None,) + given
+    elif len(full) - 1 != len(given):
+        state.note_unresolved(loc, f"--input {name}",
+                              f"{given} has {len(given)} dimension(s), the Input has "
+                              f"{len(full) - 1} ({full[1:]}); not used")
+        return full
+    else:
+        full = (full[0],) + tuple(d if d is not None else g for d, g in zip(full[1:], given))
+    state.note_info(loc, f"Input '{name}': --input gives {full[1:]}")
+    return full
 
 
 def create_sequential(interp, args: list, kwargs: dict, node) -> SequentialModel:

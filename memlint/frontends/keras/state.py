@@ -51,6 +51,10 @@ class FileState:
     module_lookups: list = field(default_factory=list)
     # --input-shape (batch first): the shape of an Input whose own shape is not known
     input_shape_hint: Optional[tuple] = None
+    # --input NAME=SHAPE: the sizes of the named Inputs' open dimensions (no batch), and
+    # the names an Input of the file has taken
+    named_inputs: dict = field(default_factory=dict)
+    named_inputs_used: set = field(default_factory=set)
     memory_caps: list = field(default_factory=list)  # list[MemoryCap] the code sets
     # optimizers whose apply_gradients() the code calls (a custom training loop), with where
     applied_optimizers: list = field(default_factory=list)
