@@ -769,7 +769,9 @@ class Walk(XlaFusion):
                                               (li, ci, 0))
         if unfused:
             self.release_before_epilogue(ins, outputs)
-        steps = self.time_major_steps(layer, ins, li, ci, sizes)
+        steps = self.steps_beside_output(layer, ins, li, ci, sizes)
+        if steps is not None:
+            steps = self.alloc(*steps, "live", f"{layer.name} time-major steps", layer.name)
         self.event("forward", layer.name)
         self.release(steps)
         self.release(partials)
@@ -902,35 +904,6 @@ class Walk(XlaFusion):
                     and self.on_this_gpu(s)]
         except Exception:  # noqa: BLE001 - saved_list reports the same kind's trouble
             return []
-
-    def time_major_steps(self, layer, ins: list, li: int, ci: int,
-                         sizes: list) -> Optional[Buffer]:
-        """A TimeDistributed(Dense) whose output is the predict step's: XLA computes its
-        steps apart from the step's output buffer and copies them into it last.  Linear,
-        the steps' products are one product over the steps' inputs concatenated, alive
-        with that input and the output (H100 predict plans of LSTM(64) and of Conv1D(64)
-        into TimeDistributed(Dense(200)) over 12 steps, batches 32 and 256: ``f32[384,
-        200]`` and ``f32[12, 32, 64]`` beside the output); with a softmax, one result per
-        step, the input gone after the last step's product (the same with Dense(200,
-        softmax): twelve ``f32[32, 200]`` beside the output; a GRU decoder of the same
-        width: -16.9% without them).  Other activations are not measured.  Where the
-        output is not the step's, the next layer reads the steps as they are: no copy."""
-        if self.profile.sign != "xla" or self.train or layer.type != "TimeDistributed" \
-                or self.step_outputs is None or not sizes or sizes[0] is None \
-                or not self.is_output(layer, li, ci, 0):
-            return None
-        inner = (layer.config or {}).get("layer")
-        if not isinstance(inner, dict) or inner.get("class_name") != "Dense":
-            return None
-        activation = (inner.get("config") or {}).get("activation")
-        per_sample, fixed = sizes[0]
-        if activation == "softmax":  # the input dies before the output is written
-            read = min((t.buf.per_sample, t.buf.fixed) for t in ins) if ins else (0, 0)
-            per_sample, fixed = per_sample - min(read[0], per_sample), fixed - min(read[1], fixed)
-        elif activation not in (None, "linear"):
-            return None
-        return self.alloc(per_sample, fixed, "live", f"{layer.name} time-major steps",
-                          layer.name)
 
     def call_writes(self, call: tuple) -> int:
         """Per-sample bytes a call writes in the forward: its outputs (4 bytes an element)
