@@ -77,3 +77,18 @@ def keras_script_result(path) -> dict:
     expected = run_oracle("keras_scripts.py", {"files": [str(path)]})["results"][str(path)]
     assert "error" not in expected, expected.get("traceback", expected.get("error"))
     return expected
+
+
+def model_matches_keras(tmp_path, source: str, variable: str = "model") -> tuple:
+    """The script's model ``variable`` as real Keras reports it and as memlint does: the same
+    layers (names, classes, shapes, trainable / non-trainable counts) and total (the oracle
+    tier); returns the script's path and Keras's answer."""
+    from tests.test_fixtures_oracle import memlint_models
+    require_keras()
+    path = tmp_path / "model.py"
+    path.write_text(source)
+    expected = keras_script_result(path)
+    got = memlint_models(path)
+    assert got[variable]["layers"] == expected["models"][variable]["layers"]
+    assert got[variable]["total"] == expected["models"][variable]["total"]
+    return path, expected

@@ -543,26 +543,12 @@ def test_input_of_open_size_that_no_layer_sizes_leaves_no_verdict():
         [(d.code, d.message) for d in result.diagnostics]
 
 
-def _matches_keras(tmp_path, body: str):
-    """The script's model as real Keras reports it and as memlint does (the oracle tier);
-    returns the script's path and Keras's answer."""
-    from tests.conftest import keras_script_result, require_keras
-    from tests.test_fixtures_oracle import memlint_models
-    require_keras()
-    path = tmp_path / "model.py"
-    path.write_text(HEADER + body)
-    expected = keras_script_result(path)
-    got = memlint_models(path)
-    assert got["model"]["layers"] == expected["models"]["model"]["layers"]
-    assert got["model"]["total"] == expected["models"]["model"]["total"]
-    return path, expected
-
-
 @pytest.mark.oracle
 def test_layer_class_called_on_several_tensors_matches_keras(tmp_path):
     from memlint.analysis import analyze_file
     from memlint.config import Settings
-    path, expected = _matches_keras(tmp_path, SPREAD)
+    from tests.conftest import model_matches_keras
+    path, expected = model_matches_keras(tmp_path, HEADER + SPREAD)
     graph = analyze_file(str(path), Settings()).models[0]
     assert graph.setup.batch_size == expected["fed"]["model"]["batch_size"] == 16
 
@@ -609,4 +595,5 @@ def test_arange_to_a_symbolic_length_is_of_that_length():
 
 @pytest.mark.oracle
 def test_arange_to_a_symbolic_length_matches_keras(tmp_path):
-    _matches_keras(tmp_path, POSITIONAL_OPEN)
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + POSITIONAL_OPEN)

@@ -72,12 +72,5 @@ def test_a_class_whose_subclasses_differ_between_keras_versions_is_not_decided()
 
 @pytest.mark.oracle
 def test_trainable_flags_match_keras(tmp_path):
-    from tests.conftest import keras_script_result, require_keras
-    from tests.test_fixtures_oracle import memlint_models
-    require_keras()
-    path = tmp_path / "model.py"
-    path.write_text(SOURCE)
-    expected = keras_script_result(path)
-    got = memlint_models(path)
-    assert got["model"]["layers"] == expected["models"]["model"]["layers"]
-    assert got["model"]["total"] == expected["models"]["model"]["total"]
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, SOURCE)

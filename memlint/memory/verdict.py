@@ -167,9 +167,9 @@ def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
         if len(hints) == 1 and len(sized.input_shapes) == 1:
             flags.append(f"--input-shape {hints[0]}")
         elif hints:  # several inputs: each open one by its name
-            flags += [f"--input {layer.name}={input_shape_hint(layer.output_shape)}"
-                      for layer in sized.layers if layer.type == "InputLayer"
-                      and input_shape_hint(layer.output_shape)]
+            named = [(layer.name, input_shape_hint(layer.output_shape))
+                     for layer in sized.layers if layer.type == "InputLayer"]
+            flags += [f"--input {name}={hint}" for name, hint in named if hint]
     if not breakdown.batch_known:
         flags.append("--batch-size N")
     return flags

@@ -11,8 +11,6 @@ import math
 import re
 from typing import Any
 
-import libcst as cst
-
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, shape_attrs, tensor_ops, training_loops)
 from memlint.frontends.keras import application_preprocessing, applications, arrays
@@ -253,9 +251,9 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         if policy is not None:
             state.dtype_policy = policy
             # named as the code spells it (Keras 3's keras.config.set_dtype_policy too)
-            func = getattr(node, "func", None)
-            called = func.attr if isinstance(func, cst.Attribute) else func
-            spelled = called.value if isinstance(called, cst.Name) else "set_global_policy"
+            from memlint.frontends.keras.interpreter import _dotted
+            spelled = _dotted(getattr(node, "func", None)).rsplit(".", 1)[-1] \
+                or "set_global_policy"
             state.dtype_source = f"{spelled} at line {interp.location(node).line}"
         return None
     if name == "keras.mixed_precision.Policy":

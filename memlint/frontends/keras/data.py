@@ -46,7 +46,6 @@ class Splits:
     of the same (undescribed) elements; which names exist is not known."""
 
     dataset: Any
-    origin: str = ""
 
 
 @record(eq=False)
@@ -129,7 +128,7 @@ def _tfds_load(args: list, kwargs: dict, loc: Location) -> Any:
     elif isinstance(split, str):
         datasets = dataset
     else:  # every split, as a dict keyed by the catalogue's split names
-        datasets = dataset if is_unknown(dataset) else Splits(dataset, origin)
+        datasets = dataset if is_unknown(dataset) else Splits(dataset)
     if kwargs.get("with_info") is True:
         return (datasets, Unknown(f"the info of {origin}"))
     return datasets

@@ -33,9 +33,10 @@ _KERAS1 = frozenset({"Convolution1D", "Convolution2D", "Convolution3D",
 def layer_isinstance(value: Any, wanted: tuple) -> Optional[Any]:
     """True / False / Unknown for a layer of the registry against keras.layers classes;
     None when ``value`` is not such a layer (the caller decides plain values)."""
-    if not isinstance(value, LayerRef) or REGISTRY.get(value.type) is None:
+    kind = REGISTRY.get(value.type) if isinstance(value, LayerRef) else None
+    if kind is None:
         return None
-    own = REGISTRY.get(value.type).name
+    own = kind.name
     answers = [_one(own, t) for t in wanted]
     if True in answers:
         return True
@@ -46,6 +47,7 @@ def layer_isinstance(value: Any, wanted: tuple) -> Optional[Any]:
 
 
 def _one(own: str, wanted: Any) -> Any:
+    """One class of the tuple: True, False, or None (not decided)."""
     if not isinstance(wanted, Ref):
         return None
     if wanted.name.startswith("builtins."):
