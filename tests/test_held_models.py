@@ -237,6 +237,40 @@ def test_a_backbone_whose_tensors_build_the_trained_model_is_part_of_it():
     assert sorted(graph.variable for graph in alone.models) == ["base", "model"]
 
 
+INNER_OUTPUT = textwrap.dedent("""
+    import numpy as np
+    import keras
+    from keras import layers
+
+    image = keras.Input((64, 64, 3))
+    x = layers.Conv2D(8, 3, padding="same", name="stem")(image)
+    x = layers.Conv2D(16, 3, strides=2, padding="same", name="mid")(x)
+    x = layers.Conv2D(512, 3, strides=2, padding="same", name="top")(x)
+    base = keras.Model(image, layers.GlobalAveragePooling2D()(x), name="base")
+    features = base.get_layer("mid").output
+    head = layers.Conv2D(4, 1, name="head")(features)
+    model = keras.Model(inputs=base.input, outputs=head)
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.zeros((100, 64, 64, 3)), np.zeros((100, 32, 32, 4)), batch_size=8)
+""")
+
+
+def test_a_backbone_whose_inner_output_builds_the_trained_model_is_part_of_it():
+    """DeepLabV3+ (keras.io) takes ``resnet50.get_layer("conv4_block6_2_relu").output``:
+    the trained model holds the backbone's layers up to there, not its last ones.  Nothing
+    runs the backbone on its own, so it is that model's part: it was estimated alone at an
+    assumed batch of 32 with Adam (a MEM002 error of 13.5 GiB for a ResNet50 on 512x512
+    images the script never runs)."""
+    report = analyze_text(INNER_OUTPUT, "seg.py", Settings(gpu="1GiB"))
+    assert [graph.variable for graph in report.models] == ["model"]
+    assert [(graph.variable, graph.setup.part_of) for graph in report.parts] == \
+        [("base", ["functional"])]
+    model = report.models[0]
+    assert [layer.name for layer in model.layers] == ["input_layer", "stem", "mid", "head"]
+    assert model.setup.batch_size == 8
+    assert all(diag.model != "base" for diag in report.diagnostics)
+
+
 def test_a_sequentials_symbolic_tensors_are_named_as_not_modelled():
     """``Model(seq.input, head(seq.output))`` on a Sequential: memlint has no tensors for a
     Sequential's graph; the note says so in words, not an internal type's name."""

@@ -79,21 +79,22 @@ def mark_parts(models: list, graphs: list) -> None:
     """Mark each reported model that other reported models run as a layer while nothing
     runs it on its own (a module-level ``conv_base`` given to ``Sequential([conv_base,
     ...])`` and never compiled, fitted or called on data), or whose layers are all in a
-    model that is compiled, fitted or called (``Model(base.input, head(base.output))``):
-    ``setup.part_of`` names them.  Its layers and weights are in their steps, at their
-    batch; the report leaves it out rather than estimate a step of its own on assumed
-    settings."""
+    model that is compiled, fitted or called (``Model(base.input, head(base.output))``), or
+    some of them (DeepLabV3+ on ``resnet50.get_layer("conv4_block6_2_relu").output``: the
+    layers after it never run): ``setup.part_of`` names them.  Its layers that run and their
+    weights are in those steps, at their batch; the report leaves it out rather than
+    estimate a step of its own on assumed settings."""
     used = [(_layer_ids(m), g) for m, g in zip(models, graphs) if m.usage]
     for model, graph in zip(models, graphs):
         if model.usage:
             continue
         if model.as_layer is None:
-            # ``Model(base.input, head(base.output))``: a model that runs holds every one of
-            # its layers, the same layer objects (a pretrained backbone's Keras 2
-            # fine-tuning; an encoder of a trained autoencoder)
+            # ``Model(base.input, head(base.output))``: a model that runs holds its layers,
+            # the same layer objects, every one (a pretrained backbone's Keras 2
+            # fine-tuning; an encoder of a trained autoencoder) or those up to an inner
+            # layer's output (a segmentation model's backbone)
             own = _layer_ids(model)
-            outer = [other.name for ids, other in used if other is not graph and own
-                     and own <= ids]
+            outer = [other.name for ids, other in used if other is not graph and own & ids]
         else:
             outer = [other.name for other in graphs if other is not graph and any(
                 layer.name == graph.name and any(c is not None for c in layer.inner_calls)
