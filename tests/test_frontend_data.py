@@ -228,6 +228,23 @@ def test_timeseries_dataset_default_batch():
     assert (setup.batch_size, setup.data_shapes) == (128, [(24, 7)])
 
 
+def test_timeseries_dataset_of_data_read_from_a_file_keeps_its_batch():
+    """keras.io's weather forecast feeds ``timeseries_dataset_from_array(x_train, y_train,
+    sequence_length=..., batch_size=256)`` arrays read from a CSV: their shape is not known,
+    the batch size is (it was "not known statically: pass --batch-size")."""
+    setup = setup_of("""\
+        import pandas as pd
+        df = pd.read_csv("climate.csv")
+        x_train = df[["p", "T"]].values
+        ds = keras.utils.timeseries_dataset_from_array(x_train, df["T"].values,
+                                                       sequence_length=120, batch_size=256)
+        model = keras.Sequential([keras.Input((120, 2)), layers.LSTM(8), layers.Dense(1)])
+        model.fit(ds)
+        """)
+    assert setup.batch_size == 256
+    assert "batch_size=256" in setup.batch_source
+
+
 def test_unknown_generator_batch_is_unknown_not_32():
     setup = setup_of("""\
         model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])

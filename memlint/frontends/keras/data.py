@@ -323,9 +323,11 @@ def _timeseries(args: list, kwargs: dict, where: str) -> Any:
     targets = args[1] if len(args) > 1 else kwargs.get("targets")
     length = args[2] if len(args) > 2 else kwargs.get("sequence_length")
     batch = kwargs.get("batch_size", 128)
-    if not isinstance(data, Array) or not data.shape or not isinstance(length, int):
-        return Unknown("data or sequence_length of timeseries_dataset_from_array() not known")
-    inputs = Array((length,) + tuple(data.shape[1:]), data.dtype)
+    if isinstance(data, Array) and data.shape and isinstance(length, int):
+        inputs = Array((length,) + tuple(data.shape[1:]), data.dtype)
+    else:  # read from a file (a DataFrame's values): the batch size is still the call's
+        inputs = Unknown("the data or sequence_length of timeseries_dataset_from_array() "
+                         "is not known statically")
     element = inputs if targets is None else (inputs, _slice_element(targets))
     origin = f"timeseries_dataset_from_array(batch_size={batch}) at {where.split(' at ')[1]}" \
         if "batch_size" in kwargs else f"timeseries_dataset_from_array() default " \
