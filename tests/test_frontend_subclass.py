@@ -597,3 +597,82 @@ def test_arange_to_a_symbolic_length_is_of_that_length():
 def test_arange_to_a_symbolic_length_matches_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, HEADER + POSITIONAL_OPEN)
+
+
+# keras.io's knowledge distillation: the teacher runs in the distiller's compute_loss(), not
+# in call(); compile() is the distiller's own and hands the optimizer on to Keras's
+DISTILLER = (
+    "from keras import ops\n"
+    "class Distiller(keras.Model):\n"
+    "    def __init__(self, student, teacher):\n"
+    "        super().__init__()\n"
+    "        self.teacher = teacher\n"
+    "        self.student = student\n"
+    "    def compile(self, optimizer, student_loss_fn, temperature=3):\n"
+    "        super().compile(optimizer=optimizer)\n"
+    "        self.student_loss_fn = student_loss_fn\n"
+    "        self.temperature = temperature\n"
+    "    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,\n"
+    "                     allow_empty=False):\n"
+    "        teacher_pred = self.teacher(x, training=False)\n"
+    "        soft = ops.softmax(teacher_pred / self.temperature, axis=1)\n"
+    "        return self.student_loss_fn(y, y_pred) + ops.mean(\n"
+    "            ops.square(soft - ops.softmax(y_pred / self.temperature, axis=1)))\n"
+    "    def call(self, x):\n"
+    "        return self.student(x)\n"
+    "teacher = keras.Sequential([keras.Input(shape=(12, 12, 1)), layers.Conv2D(32, 3),\n"
+    "                            layers.Flatten(), layers.Dense(10)], name='teacher')\n"
+    "student = keras.Sequential([keras.Input(shape=(12, 12, 1)), layers.Conv2D(4, 3),\n"
+    "                            layers.Flatten(), layers.Dense(10)], name='student')\n"
+    "model = Distiller(student=student, teacher=teacher)\n"
+    "model.compile(optimizer=keras.optimizers.SGD(),\n"
+    "              student_loss_fn=keras.losses.SparseCategoricalCrossentropy(from_logits=True))\n"
+    "model.fit(np.zeros((16, 12, 12, 1)), np.zeros((16,)), batch_size=8, epochs=1)\n"
+)
+
+
+def test_a_model_called_in_compute_loss_runs_in_the_step():
+    # the teacher was "never called in call()": its size unknown, the distiller without an
+    # estimate (MEM005); it runs in the step on the data the student gets
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    result = analyze_text(HEADER + DISTILLER, "distill.py", Settings(gpu="1GiB"))
+    graph = result.models[0]
+    assert [(n.name, n.output_shapes) for n in graph.layers] == [
+        ("teacher", [(None, 10)]), ("student", [(None, 10)])]
+    assert graph.params == (9 * 32 + 32 + 10 * 10 * 32 * 10 + 10) + (
+        9 * 4 + 4 + 10 * 10 * 4 * 10 + 10)
+    assert graph.setup.optimizer.name == "sgd"  # the distiller's compile() passes it on
+    assert graph.setup.batch_size == 8
+    assert not [d for d in result.diagnostics if d.code == "MEM005"], \
+        [(d.code, d.message) for d in result.diagnostics]
+
+
+@pytest.mark.oracle
+def test_a_model_called_in_compute_loss_matches_keras(tmp_path):
+    # the oracle does not run fit(), so Keras never calls the teacher: its output shape is
+    # the teacher's own (a model of the script), the rest as Keras reports the distiller
+    from tests.conftest import keras_script_result, require_keras
+    from tests.test_fixtures_oracle import memlint_models
+    require_keras()
+    path = tmp_path / "model.py"
+    path.write_text(HEADER + DISTILLER)
+    expected = keras_script_result(path)["models"]
+    got = memlint_models(path)["model"]
+    keras_layers = expected["model"]["layers"]
+    assert keras_layers[0]["output_shape"] is None
+    keras_layers[0]["output_shape"] = expected["teacher"]["layers"][-1]["output_shape"]
+    assert got["layers"] == keras_layers
+    assert got["total"] == expected["model"]["total"]
+
+
+def test_a_compile_of_its_own_passing_no_optimizer_leaves_it_assumed():
+    # keras.io's GAN: compile(d_optimizer, g_optimizer, loss_fn) calls super().compile()
+    # with no optimizer (Keras's default would be RMSprop, one slot); its train_step applies
+    # optimizers of its own, which memlint does not read: the optimizer stays assumed
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    source = DISTILLER.replace("super().compile(optimizer=optimizer)", "super().compile()")
+    graph = analyze_text(HEADER + source, "distill.py", Settings()).models[0]
+    assert graph.setup.optimizer.name == "adam"
+    assert graph.setup.optimizer.source.startswith("assumed")

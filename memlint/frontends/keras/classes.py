@@ -261,6 +261,11 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
             _name(obj.obj, kwargs)
         elif registry_derived:
             return layer_subclasses.super_method(obj.obj, method.method, args, kwargs)
+        elif method.method == "compile" and obj.obj.cls.kind == "model" and (
+                args or "optimizer" in kwargs):
+            # a compile() of its own passing the optimizer on to Keras's (a distiller's);
+            # a GAN's passes none, its train_step() applies optimizers of its own
+            return call_method(interp, ObjMethod(obj.obj, "compile"), args, kwargs, node)
         return None
     if method.fn is not None:
         return run_method(interp, obj, method.fn, args, kwargs, node)
@@ -481,6 +486,9 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     else:
         args, kwargs = _call_arguments(layer, shapes)
         out = run_method(interp, obj, call, args, kwargs, node)
+        loss = obj.cls.methods.get("compute_loss") if obj.cls.kind == "model" else None
+        if loss is not None and layer.spread is None:
+            _trace_compute_loss(obj, loss, args[0], out, node)
     # what made each tensor call() returned (for the memory model's wiring of the inside)
     interp.state.returned_by = [t.producer if isinstance(t, Tensor) else None
                                 for t in flatten_structure(out)]
@@ -515,6 +523,28 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
         "as if trained together: an over-estimate)")
     last, index = calls[-1]
     return output_tensors(last, index)
+
+
+def _trace_compute_loss(obj: ClassObject, loss, inputs: Any, out: Any, node) -> None:
+    """A Model subclass's own ``compute_loss(x, y, y_pred)`` runs in the step fit runs, on
+    the data and call()'s output: the layers and models it calls (a distiller's teacher,
+    keras.io's knowledge distillation) run there too, and are traced as call()'s are."""
+    targets = obj.fed_targets
+    y = Tensor(targets) if _is_shape(targets) else Tensor(
+        None, reason="the shape of the targets fit() was given is not known")
+    names = _parameter_names(loss)
+    values = {"x": inputs, "y": y, "y_pred": out}
+    kwargs = {name: values[name] for name in names if name in values}
+    run_method(obj.interp, obj, loss, [], kwargs, node)
+
+
+def _parameter_names(fn) -> list:
+    """The names of a user function's parameters (after ``self``)."""
+    params = getattr(fn.node, "params", None)
+    if params is None:
+        return []
+    return [p.name.value for p in [*params.posonly_params, *params.params,
+                                   *params.kwonly_params]][1:]
 
 
 def _call_arguments(layer: ClassLayer, shapes: Any) -> tuple:
