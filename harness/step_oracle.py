@@ -13,6 +13,8 @@ Commands (``python -m harness.torch_step ...`` / ``python -m harness.tf_step ...
 
 * ``--regenerate``: measure the whole matrix in child processes and rewrite the data file;
 * ``--refresh-memlint``: recompute only memlint's side of the stored rows (seconds);
+* ``--update``: measure only the rows new to the matrix (a new fixture, or another model
+  now a fixture's largest), drop the rows no longer in it, keep the others;
 * ``--retry-failed``: measure the stored rows that failed again, keep the others;
 * ``--table``: the comparison (Markdown) from the stored data;
 * ``--sample N``: measure today's rotating sample of N stored rows again and compare;
@@ -70,6 +72,10 @@ class Spec:
     @property
     def regenerate(self) -> str:
         return f"python -m {self.module} --regenerate"
+
+    @property
+    def update(self) -> str:
+        return f"python -m {self.module} --update"
 
     @property
     def refresh(self) -> str:
@@ -571,13 +577,8 @@ def markdown(spec: Spec, data: dict) -> str:
 
 # --- commands -------------------------------------------------------------------------------
 
-def generate(spec: Spec, workers: int = 2, limit: int = 0, log=print) -> dict:
-    started = time.monotonic()
-    graphs = _graphs()
-    rows = matrix(graphs)
-    if limit:
-        keep = sorted({r["fixture"] for r in rows})[:limit]
-        rows = [r for r in rows if r["fixture"] in keep]
+def _describe(rows: list, graphs: dict) -> None:
+    """Each new row's parameter count and input shapes, from memlint's graph."""
     from harness import gpu_plan
 
     for row in rows:
@@ -585,6 +586,16 @@ def generate(spec: Spec, workers: int = 2, limit: int = 0, log=print) -> dict:
         row["params"] = graph.params
         if gpu_plan._input_shapes(graph):
             row["input_shapes"] = gpu_plan._input_shapes(graph)
+
+
+def generate(spec: Spec, workers: int = 2, limit: int = 0, log=print) -> dict:
+    started = time.monotonic()
+    graphs = _graphs()
+    rows = matrix(graphs)
+    if limit:
+        keep = sorted({r["fixture"] for r in rows})[:limit]
+        rows = [r for r in rows if r["fixture"] in keep]
+    _describe(rows, graphs)
     child_meta = measure_rows(spec, rows, graphs, workers=workers, log=log)
     add_memlint(spec, rows, graphs)
     compared = (f"memlint's parts without {' and '.join(repr(k) for k in NOT_ON_CPU)}"
@@ -627,6 +638,31 @@ def retry_failed(spec: Spec, path: Path | None = None, workers: int = 2,
     return data
 
 
+def update(spec: Spec, path: Path | None = None, workers: int = 2, log=print) -> dict:
+    """The stored data brought to today's matrix: rows new to it (a new fixture, or another
+    model now a fixture's largest) measured, rows no longer in it dropped, the rest kept."""
+    data = load(path or spec.data)
+    graphs = _graphs()
+    stored = {row_key(r): r for r in data["rows"]}
+    wanted = matrix(graphs)
+    fresh = [row for row in wanted if row_key(row) not in stored]
+    _describe(fresh, graphs)
+    if fresh:
+        measure_rows(spec, fresh, graphs, workers=workers, log=log)
+    new = {row_key(r): r for r in fresh}
+    rows = [stored.get(row_key(row)) or new[row_key(row)] for row in wanted]
+    add_memlint(spec, rows, graphs)
+    data["rows"] = rows
+    meta = data["meta"]
+    meta["updated"] = {"date": today().isoformat(), "new_rows": len(fresh),
+                       "dropped_rows": len(set(stored) - {row_key(r) for r in wanted})}
+    meta["rows"] = len(rows)
+    meta["measured"] = sum("oracle" in r for r in rows)
+    meta["failed"] = sum("error" in r for r in rows)
+    meta["figures"] = figures(data)
+    return data
+
+
 def refresh_memlint(spec: Spec, path: Path | None = None) -> dict:
     data = load(path or spec.data)
     add_memlint(spec, data["rows"], _graphs())
@@ -645,6 +681,9 @@ def main(spec: Spec, argv=None) -> None:
                        help="measure the whole matrix and rewrite the data file")
     group.add_argument("--refresh-memlint", action="store_true",
                        help="recompute memlint's side of the stored rows only")
+    group.add_argument("--update", action="store_true",
+                       help="measure the rows new to the matrix, drop those no longer in it, "
+                            "keep the others")
     group.add_argument("--retry-failed", action="store_true",
                        help="measure the stored rows that failed again (after a harness "
                             "change), keep the others")
@@ -681,6 +720,8 @@ def main(spec: Spec, argv=None) -> None:
         data = retry_failed(spec, args.output, args.workers, stamp)
     elif args.refresh_memlint:
         data = refresh_memlint(spec, args.output)
+    elif args.update:
+        data = update(spec, args.output, args.workers, stamp)
     else:
         data = generate(spec, args.workers, args.limit, stamp)
     save(data, args.output)

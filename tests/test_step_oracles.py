@@ -104,7 +104,7 @@ def test_stored_data_covers_the_matrix(spec, stored, graphs):
     expected = {step_oracle.row_key(r) for r in step_oracle.matrix(graphs)}
     missing = expected - {step_oracle.row_key(r) for r in stored["rows"]}
     assert not missing, (f"{len(missing)} configurations were never measured (new fixtures?), "
-                         f"e.g. {sorted(missing)[:3]}: run `{spec.regenerate}`")
+                         f"e.g. {sorted(missing)[:3]}: run `{spec.update}`")
 
 
 def test_no_fixture_changed_since_its_measurement(spec, stored):
