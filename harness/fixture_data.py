@@ -58,12 +58,21 @@ def _argument(method, args, kwargs, name):
 
 def first_batch_x(method, args, kwargs):
     """The ``x`` of the first batch Keras would take from the call's data."""
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    if method.endswith("_on_batch"):
+        return call_data(args, kwargs)  # the whole input is the batch
+    return data_adapter_utils.unpack_x_y_sample_weight(first_batch(method, args, kwargs))[0]
+
+
+def first_batch(method, args, kwargs):
+    """The first batch Keras would take from the call's data, as a train_step() gets it."""
     from keras.src.trainers import data_adapters
-    from keras.src.trainers.data_adapters import array_slicing, data_adapter_utils
+    from keras.src.trainers.data_adapters import array_slicing
 
     x = call_data(args, kwargs)
     if method.endswith("_on_batch"):
-        return x  # the whole input is the batch
+        return x
     y = _argument(method, args, kwargs, "y")
     sample_weight = kwargs.get("sample_weight")
     batch_size = _argument(method, args, kwargs, "batch_size")
@@ -77,11 +86,10 @@ def first_batch_x(method, args, kwargs):
                                              steps_per_epoch=steps, shuffle=False)
     adapter.on_epoch_begin()
     try:
-        data = next(iter(adapter.get_numpy_iterator()))
+        return next(iter(adapter.get_numpy_iterator()))
     finally:
         with contextlib.suppress(Exception):
             adapter.on_epoch_end()
-    return data_adapter_utils.unpack_x_y_sample_weight(data)[0]
 
 
 def is_subclassed(model):
@@ -114,11 +122,20 @@ def trains_without_call(model) -> bool:
         not kind.train_step.__module__.startswith("keras")
 
 
-def build_unbuilt(model, data, first, targets=None):
+def has_own_train_step(model) -> bool:
+    """A subclassed model whose class defines its own train_step()."""
+    return is_subclassed(model) and \
+        not type(model).train_step.__module__.startswith("keras")
+
+
+def build_unbuilt(model, data, first, targets=None, batch=None):
     """Build ``model`` if it is not built yet: from ``data`` when it is an array (its
-    shape), else from ``first``, the first batch taken from it (None: left unbuilt).  A
-    model that trains without a call() runs its train_step() on two samples (with their
-    ``targets`` when fit was given them: the step gets ``(x, y)``), as fit would."""
+    shape), else from ``first``, the first batch's ``x`` taken from it (None: left
+    unbuilt).  A model that trains without a call() runs its train_step() on two samples
+    (with their ``targets`` when fit was given them: the step gets ``(x, y)``), as fit
+    would; so does one whose call() cannot take ``first`` while its own train_step() takes
+    the whole ``batch`` (keras.io's triplet-loss siamese network hands its three images to
+    an inner model)."""
     import keras
 
     if not model.built and hasattr(data, "shape") and trains_without_call(model):
@@ -132,7 +149,12 @@ def build_unbuilt(model, data, first, targets=None):
         else:
             model.build((None,) + tuple(data.shape[1:]))
     elif not model.built and first is not None:
-        build_from_batch(model, first)
+        try:
+            build_from_batch(model, first)
+        except Exception:
+            if batch is None or not has_own_train_step(model):
+                raise
+            model.train_step(keras.tree.map_structure(keras.ops.convert_to_tensor, batch))
 
 
 # --- keras.datasets: zero arrays of the real shapes and dtypes --------------------------------

@@ -676,3 +676,69 @@ def test_a_compile_of_its_own_passing_no_optimizer_leaves_it_assumed():
     graph = analyze_text(HEADER + source, "distill.py", Settings()).models[0]
     assert graph.setup.optimizer.name == "adam"
     assert graph.setup.optimizer.source.startswith("assumed")
+
+
+# keras.io's triplet-loss siamese network: call() and a train_step() of its own that hands
+# the batch of three images to an inner model without calling the model itself
+SIAMESE = (
+    "import tensorflow as tf\n"
+    "embed = keras.Sequential([keras.Input(shape=(16, 16, 3)), layers.Conv2D(8, 3),\n"
+    "                          layers.Flatten(), layers.Dense(4)], name='embed')\n"
+    "class Distance(layers.Layer):\n"
+    "    def call(self, anchor, positive, negative):\n"
+    "        return (tf.reduce_sum(tf.square(anchor - positive), -1),\n"
+    "                tf.reduce_sum(tf.square(anchor - negative), -1))\n"
+    "a = layers.Input(name='anchor', shape=(16, 16, 3))\n"
+    "p = layers.Input(name='positive', shape=(16, 16, 3))\n"
+    "n = layers.Input(name='negative', shape=(16, 16, 3))\n"
+    "network = keras.Model(inputs=[a, p, n], outputs=Distance()(embed(a), embed(p), embed(n)))\n"
+    "class SiameseModel(keras.Model):\n"
+    "    def __init__(self, network):\n"
+    "        super().__init__()\n"
+    "        self.network = network\n"
+    "    def call(self, inputs):\n"
+    "        return self.network(inputs)\n"
+    "    def train_step(self, data):\n"
+    "        with tf.GradientTape() as tape:\n"
+    "            loss = self._loss(data)\n"
+    "        grads = tape.gradient(loss, self.network.trainable_weights)\n"
+    "        self.optimizer.apply_gradients(zip(grads, self.network.trainable_weights))\n"
+    "        return {'loss': loss}\n"
+    "    def _loss(self, data):\n"
+    "        ap, an = self.network(data)\n"
+    "        return tf.maximum(ap - an + 0.5, 0.0)\n"
+    "images = tf.data.Dataset.from_tensor_slices(np.zeros((40, 16, 16, 3), 'float32'))\n"
+    "triplets = tf.data.Dataset.zip((images, images, images)).batch(8)\n"
+    "model = SiameseModel(network)\n"
+    "model.compile(optimizer=keras.optimizers.Adam(0.0001))\n"
+    "model.fit(triplets, epochs=1)\n"
+)
+
+
+def test_a_train_step_that_never_calls_the_model_gets_the_whole_batch():
+    # the three images were taken for (x, y, sample_weight): call() was traced on the anchor
+    # alone, the inner model "expects input [3 shapes]", no estimate
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    result = analyze_text(HEADER + SIAMESE, "siamese.py", Settings(gpu="1GiB"))
+    graph = result.models[0]
+    assert graph.input_shapes == [(None, 16, 16, 3)] * 3
+    assert [(n.name, n.output_shapes) for n in graph.layers] == [
+        ("functional_1", [[(None,), (None,)]])]  # as Keras names it (the oracle test)
+    assert graph.params == 3 * 3 * 3 * 8 + 8 + 14 * 14 * 8 * 4 + 4
+    assert graph.setup.batch_size == 8
+    assert not [d for d in result.diagnostics if d.code in ("MEM005", "MEM901")], \
+        [(d.code, d.message) for d in result.diagnostics]
+    notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
+    assert any("its train_step() never calls the model itself" in n for n in notes), notes
+    # a train_step() that calls the model itself is read through call(), as before
+    calls_self = SIAMESE.replace("ap, an = self.network(data)", "ap, an = self(data)")
+    notes = [d.message for d in analyze_text(HEADER + calls_self, "siamese.py",
+                                             Settings()).diagnostics]
+    assert not any("never calls the model itself" in n for n in notes), notes
+
+
+@pytest.mark.oracle
+def test_a_train_step_that_never_calls_the_model_matches_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + SIAMESE)

@@ -52,7 +52,7 @@ if _ROOT not in sys.path:
 
 from harness.held_models import held_models  # noqa: E402
 from harness.fixture_data import (  # noqa: E402
-    build_unbuilt, call_data, data_declarations, first_batch_x, offline_datasets,
+    build_unbuilt, call_data, data_declarations, first_batch, first_batch_x, offline_datasets,
     working_directory)
 
 _STUBBED = ("fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
@@ -85,16 +85,19 @@ def _record(model, method, fed):
 def _stub(method):
     def run(self, *args, **kwargs):
         data = call_data(args, kwargs)
-        first = None
+        first = batch = None
         if method in _FEEDS and data is not None:  # fit(x=None): nothing is fed
             try:
                 first = first_batch_x(method, args, kwargs)
                 fed = _fed(method, first)
+                if method.startswith("fit") or method == "train_on_batch":
+                    batch = first_batch(method, args, kwargs)
             except Exception as exc:  # reported, never fatal: the layers are still compared
                 first = None
                 fed = {"method": method, "error": f"{type(exc).__name__}: {exc}"}
             _record(self, method, fed)
-        build_unbuilt(self, data, first, args[1] if len(args) > 1 else kwargs.get("y"))
+        build_unbuilt(self, data, first, args[1] if len(args) > 1 else kwargs.get("y"),
+                      batch)
         return None
     run.__name__ = method
     return run

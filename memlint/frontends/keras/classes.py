@@ -19,10 +19,11 @@ from dataclasses import field, replace
 from typing import Any, Optional
 
 import libcst as cst
+import libcst.matchers as m
 
 from memlint.frontends.keras import layer_subclasses, operations, training_loops
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.data import fed_input_shape, resolve_fed
+from memlint.frontends.keras.data import fed_batch_shapes, fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, SequentialModel, Tensor, Unknown,
                                             UserFunction, flatten_structure)
@@ -72,6 +73,9 @@ class ClassObject:
     # the targets fit() was given with the data (batch first; "unknown" when their shape is
     # not known; None: none given): a train_step() receives (x, y) then
     fed_targets: Any = None
+    # its own train_step() runs what fit runs without calling the model (``self(x)``): the
+    # step is traced from it on the whole batch, as for a model with no call()
+    step_only: bool = False
     # a class derived from a registry layer: the parent configured by super().__init__
     base_instance: Any = None
     parent_call: Optional[tuple] = None  # (args, kwargs) given to super().__init__
@@ -281,6 +285,10 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
             compiled.record(obj)
         fed = args[0] if args else kwargs.get("x")
         shape = fed_input_shape(fed) if not isinstance(fed, Tensor) else None
+        if method.method in _TRAIN_METHODS and obj.input_shape is None \
+                and step_bypasses_call(obj.cls):
+            obj.step_only = True
+            shape = fed_batch_shapes(fed) or shape  # train_step() gets the whole batch
         if shape is None and isinstance(fed, Tensor) and _is_shape(fed.shape) \
                 and len(fed.shape) >= 2:
             shape = (None,) + tuple(fed.shape[1:])
@@ -320,6 +328,23 @@ def _add_weight(obj: ClassObject, args: list, kwargs: dict) -> Any:
     name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else "variable"
     obj.own_weights.append(Weight(name, tuple(shape), trainable=trainable is not False))
     return Tensor((*shape,))
+
+
+_TRAIN_METHODS = frozenset({"fit", "fit_generator", "train_on_batch"})
+
+
+def step_bypasses_call(cls: UserClass) -> bool:
+    """Whether a Model subclass has a call() and a train_step() of its own, and no method but
+    call() calls the model itself (``self(x)``, ``self.call(x)``, ``super().train_step``):
+    fit then runs the layers and models train_step() calls on the batch as it comes
+    (keras.io's triplet-loss siamese network hands its three images to an inner model)."""
+    if cls.kind != "model" or "call" not in cls.methods or "train_step" not in cls.methods:
+        return False
+    itself = m.Call(func=m.Name("self") | m.Attribute(value=m.Name("self"), attr=m.Name("call"))
+                    | m.Attribute(value=m.Call(func=m.Name("super")),
+                                  attr=m.Name("train_step")))
+    return not any(m.findall(fn.node, itself) for name, fn in cls.methods.items()
+                   if name != "call" and getattr(fn, "node", None) is not None)
 
 
 _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict",
@@ -481,7 +506,7 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     step = obj.cls.methods.get("train_step") if obj.cls.kind == "model" else None
     if call is None and step is None:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method")
-    if call is None:
+    if call is None or obj.step_only:
         out = _train_step_output(layer, step, shapes, node)
     else:
         args, kwargs = _call_arguments(layer, shapes)
@@ -516,8 +541,10 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
     if not calls:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method, and its train_step() "
                               "calls no layer or model")
+    why = ": its train_step() never calls the model itself" if obj.step_only \
+        else " has no call()"
     obj.interp.state.note_info(
-        obj.location, f"{obj.cls.name} '{obj.name}' has no call(): memlint reads the step fit "
+        obj.location, f"{obj.cls.name} '{obj.name}'{why}: memlint reads the step fit "
         "runs from its train_step(), as one forward and backward pass over every layer and "
         "model call it makes (calls outside a GradientTape, or under a second one, are counted "
         "as if trained together: an over-estimate)")

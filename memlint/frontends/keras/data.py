@@ -524,6 +524,21 @@ def fed_input_shape(data: Any) -> Optional[tuple]:
     return None
 
 
+def fed_batch_shapes(data: Any) -> Optional[list]:
+    """The shapes (batch first, None) of every part of a dataset's tuple element, as a
+    train_step() of the model's own receives them (Keras unpacks ``(x, y, sample_weight)``
+    only in its own step); None when it is not a tuple of known arrays."""
+    if not isinstance(data, Dataset) or not isinstance(data.element, tuple):
+        return None
+    parts = list(data.element)
+    if not parts or not all(isinstance(p, Array) for p in parts):
+        return None
+    if data.batch is None:  # unbatched: each element is a batch
+        return [(None,) + tuple(p.shape[1:]) for p in parts] if all(p.shape for p in parts) \
+            else None
+    return [(None,) + tuple(p.shape) for p in parts]
+
+
 def batches(dataset: Dataset) -> Optional[list]:
     """What ``for batch in dataset`` sees, as one representative item: the element with the
     batch dimension in front of every array (a batched dataset), or the element itself
