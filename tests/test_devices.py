@@ -192,6 +192,36 @@ def test_keras3_data_parallel_and_model_parallel():
     assert graph.setup.shards == [("dense.*kernel", 4)]
 
 
+@pytest.mark.parametrize("listing", ["jax.devices('gpu')", "jax.local_devices()",
+                                     "keras.distribution.list_devices('gpu')"])
+def test_a_batch_per_device_of_the_listed_devices(listing):
+    # Keras's distribution guide: batch_size=16 * len(devices) over DataParallel(devices)
+    # is 16 per GPU, whatever their number (it was taken for Keras's default of 32 in all)
+    (graph,) = frontend(f"""\
+        import jax
+        import keras
+        devices = {listing}
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+        model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(10)])
+        model.fit(x, y, batch_size=16 * len(devices))
+        """).models
+    place(graph.setup, None, [])
+    assert (graph.setup.strategy, graph.setup.batch_size, graph.setup.replicas) == \
+        ("DataParallel", 16, None)
+    assert graph.setup.batch_source.startswith("16 per replica")
+
+
+def test_a_batch_size_given_but_not_known_is_not_the_default():
+    (graph,) = frontend("""\
+        import keras
+        model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(10)])
+        model.fit(x, y, batch_size=config.batch)
+        """).models
+    assert graph.setup.batch_size is None
+    assert graph.setup.batch_source == ("unknown: the batch_size given to fit() at line 3 is "
+                                        "not known statically; pass --batch-size")
+
+
 def test_multi_gpu_model_is_estimated_with_a_note():
     result = frontend("""\
         from keras.utils import multi_gpu_model

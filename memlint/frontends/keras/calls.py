@@ -667,7 +667,10 @@ def _builtin(state, name: str, args: list, kwargs: dict):
         if name == "print":
             return None
         if name == "len":
-            return arrays.length(args[0]) if isinstance(args[0], Array) else len(args[0])
+            if isinstance(args[0], Array):
+                return arrays.length(args[0])
+            count = devices.length(args[0])
+            return len(args[0]) if count is devices.NOT_DEVICES else count
         if name == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1])
         if name == "type" and len(args) == 1 and not kwargs:

@@ -67,10 +67,19 @@ class LogicalDevice:
 
 @record(eq=False)
 class Replicas:
-    """``strategy.num_replicas_in_sync`` when the number of GPUs is not known: a product with
-    it is a per-replica amount (:class:`PerReplica`)."""
+    """``strategy.num_replicas_in_sync`` when the number of GPUs is not known, or
+    ``len(jax.devices())`` (``strategy`` None): a product with it is a per-replica amount
+    (:class:`PerReplica`)."""
 
-    strategy: "Strategy"
+    strategy: Optional["Strategy"]
+
+
+@record(eq=False)
+class Devices:
+    """``jax.devices()``, ``keras.distribution.list_devices()``: the devices the process
+    sees, a number the code does not state (its ``len()`` is :class:`Replicas`)."""
+
+    what: str
 
 
 @record(frozen=True)
@@ -166,6 +175,8 @@ def call(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return _multi_gpu_model(interp, args, kwargs, loc)
     if name.startswith("keras.distribution."):
         return _keras_distribution(interp, name.rsplit(".", 1)[-1], args, kwargs, loc)
+    if name in ("jax.devices", "jax.local_devices"):
+        return Devices(f"{name}() at line {loc.line}")
     return NOT_DEVICES
 
 
@@ -305,7 +316,7 @@ def _keras_distribution(interp, short: str, args: list, kwargs: dict, loc: Locat
             state.distribution = (strategy, len(state.models))  # for models made after it
         return None
     if short == "list_devices":
-        return Unknown("the devices of the machine that runs the code")
+        return Devices(f"keras.distribution.list_devices() at line {loc.line}")
     return NOT_DEVICES
 
 
@@ -372,6 +383,11 @@ def multiply(left: Any, right: Any) -> Any:
                 and not isinstance(factor, bool):
             return PerReplica(factor)
     return NOT_DEVICES
+
+
+def length(value: Any) -> Any:
+    """``len(jax.devices())``: the number of devices, not stated (NOT_DEVICES for others)."""
+    return Replicas(None) if isinstance(value, Devices) else NOT_DEVICES
 
 
 def is_device_value(value: Any) -> bool:

@@ -150,6 +150,11 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         setup.batch_size = fixed_batch
         setup.batch_source = "fixed batch dimension of the model input"
         return
+    if batch is not None:  # given, but not a count memlint knows: not Keras's default
+        setup.batch_size = None
+        setup.batch_source = f"unknown: the batch_size given to {method}() at line " \
+                             f"{loc.line} is not known statically; pass --batch-size"
+        return
     if method == "fit" and target is None and data is not None and not arrays:
         # fit(x) alone on something not known to be arrays: a dataset, generator or
         # PyDataset of a library, whose batches are its own (Keras's default of 32 is for
