@@ -193,6 +193,23 @@ def test_model_zoos_are_named_in_a_note():
     assert "keras.applications" in note
 
 
+@pytest.mark.parametrize("load", ["tf.keras.models.load_model('pretrained.h5')",
+                                  "keras.saving.load_model(path)",
+                                  "keras.models.model_from_json(text)"])
+def test_a_model_loaded_from_a_file_is_named_in_a_note(load):
+    # a fitted model read from a file had no word about its memory under `check`
+    report = run(f"""
+        import numpy as np
+        import tensorflow as tf
+        import keras
+        model = {load}
+        model.fit(np.zeros((8, 4)), np.zeros((8, 1)))
+    """)
+    (note,) = messages(report, "MEM900")
+    assert "the model is read from a file" in note and "ONNX" in note
+    assert ("('pretrained.h5')" in note) == ("pretrained.h5" in load)
+
+
 def test_an_application_memlint_does_not_ship():
     report = run("""
         import keras

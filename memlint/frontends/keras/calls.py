@@ -324,6 +324,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return applications.call_factory(interp, factory, name, args, kwargs, node)
     if applications.is_model_zoo(name):
         return applications.zoo_note(interp, name, node)
+    if name in _SAVED_MODEL_LOADERS:
+        return _saved_model_note(interp, name, args, kwargs, node)
     module = application_preprocessing.preprocessing_module(name)
     if module is not None:
         value = application_preprocessing.preprocess_input(interp, module, args, kwargs, node)
@@ -516,6 +518,26 @@ def _as_dims(value) -> tuple | None:
     if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
         return tuple(value)
     return None
+
+
+# loaders of a model saved to a file (.keras, .h5, SavedModel): memlint reads code only
+_SAVED_MODEL_LOADERS = frozenset({
+    "keras.models.load_model", "keras.saving.load_model",
+    "tensorflow.saved_model.load", "keras.models.model_from_json",
+    "keras.models.model_from_yaml", "keras.models.model_from_config"})
+
+
+def _saved_model_note(interp, name: str, args: list, kwargs: dict, node) -> Unknown:
+    """A model read from a file is not in the code: say so where it is loaded (the fit or
+    predict of it would otherwise pass without a word about its memory)."""
+    source = args[0] if args else next(iter(kwargs.values()), None)
+    what = f" ({source!r})" if isinstance(source, str) and len(source) < 120 else ""
+    reason = (f"the model is read from a file{what}, which memlint does not open (it reads "
+              "code, and never loads a model): no estimate of it; build its architecture in "
+              "the analysed code, or export it to ONNX and run memlint on the .onnx file")
+    interp.state.note_unresolved(interp.location(node), f"{name.rsplit('.', 1)[-1]}()",
+                                 reason)
+    return Unknown(reason)
 
 
 def _numpy(name: str, args: list, kwargs: dict):
