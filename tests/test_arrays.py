@@ -530,3 +530,26 @@ def test_tile(source, shape):
                       "model = keras.Sequential([keras.layers.Dense(1)])\n"
                       "model.fit(x, x)\n").values()
     assert graph.setup.data_shapes == [shape[1:]]
+
+
+def test_an_image_loaded_at_a_target_size():
+    # Keras's docs classify one image: load_img(path, target_size=(224, 224)) ->
+    # img_to_array -> expand_dims: one row, so predict() runs a batch of 1 (was Keras's
+    # default 32: the image's shape was not known)
+    image = A.call(None, "keras.utils.load_img", ["a.jpg"], {"target_size": (224, 224)})
+    assert A.call(None, "keras.utils.img_to_array", [image], {}) == Array((224, 224, 3),
+                                                                          "float32")
+    gray = A.call(None, "keras.preprocessing.image.load_img", ["a.jpg"],
+                  {"target_size": (28, 28), "color_mode": "grayscale"})
+    assert gray == Array((28, 28, 1), "uint8")
+    assert unknown(A.call(None, "keras.utils.load_img", ["a.jpg"], {}))  # the file's size
+    assert unknown(A.call(None, "keras.utils.load_img", ["a.jpg", False], {}))
+    (graph,) = analyze_source(
+        "import numpy as np\n"
+        "from keras.applications.resnet50 import ResNet50, preprocess_input\n"
+        "from keras.preprocessing import image\n"
+        "model = ResNet50(weights='imagenet')\n"
+        "img = image.load_img('elephant.jpg', target_size=(224, 224))\n"
+        "x = preprocess_input(np.expand_dims(image.img_to_array(img), axis=0))\n"
+        "preds = model.predict(x)\n", "m.py").models
+    assert (graph.setup.mode, graph.setup.batch_size) == ("infer", 1)

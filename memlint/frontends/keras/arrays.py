@@ -932,6 +932,10 @@ _IMAGE_SAME = {"flip_left_right", "flip_up_down", "random_flip_left_right",
                "random_flip_up_down", "random_brightness", "random_contrast",
                "random_saturation", "random_hue", "adjust_brightness", "adjust_contrast",
                "adjust_saturation", "adjust_hue", "adjust_gamma", "rot90", "transpose"}
+_LOAD_IMG = ("keras.utils.load_img", "keras.preprocessing.image.load_img")
+_IMG_TO_ARRAY = ("keras.utils.img_to_array", "keras.preprocessing.image.img_to_array")
+_COLOR_CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
+
 _FUNCTIONS = {
     "keras.utils.to_categorical", "keras.utils.normalize", *_PAD_SEQUENCES,
     "tensorflow.cast", "tensorflow.reshape", "tensorflow.expand_dims", "tensorflow.squeeze",
@@ -945,6 +949,7 @@ _FUNCTIONS = {
     "tensorflow.image.decode_image",
     "sklearn.model_selection.train_test_split",
     *(f"tensorflow.image.{n}" for n in _IMAGE_SAME),
+    *_LOAD_IMG, *_IMG_TO_ARRAY,
 }
 _DATASET_PREFIX = "keras.datasets."
 # the keyword of the data argument of the TensorFlow functions above
@@ -973,6 +978,14 @@ def call(state, name: str, args: list, kwargs: dict) -> Any:
         return train_test_split(args, kwargs)
     if name.startswith(("tensorflow.io.decode_", "tensorflow.image.decode_")):
         return _decode_image(name, args, kwargs)
+    if name in _LOAD_IMG:
+        return _load_img(args, kwargs)
+    if name in _IMG_TO_ARRAY:
+        image = _arg(args, kwargs, 0, "img")
+        dtype = kwargs.get("dtype", "float32")
+        if isinstance(image, Array) and isinstance(dtype, str):
+            return Array(image.shape, dtype)
+        return Unknown("img_to_array of an image whose size is not known statically")
     first = _arg(args, kwargs, 0, "x")
     if name == "keras.utils.normalize":
         return _normalize(first)
@@ -1128,6 +1141,22 @@ def _decode_image(name: str, args: list, kwargs: dict) -> Any:
         return Unknown("decode_image may give 3-D or 4-D (animated) images: pass "
                        "expand_animations=False")
     return Array((None, None, channels or None), dtype)
+
+
+def _load_img(args: list, kwargs: dict) -> Any:
+    """``keras.utils.load_img(path, target_size=(224, 224))``: an image of that size (its
+    pixels as a uint8 array; the file is never read), channels by ``color_mode``; without a
+    ``target_size`` the file's own size, not known."""
+    if len(args) > 1:  # Keras 2 took grayscale= second, Keras 3 takes color_mode=
+        return Unknown("load_img's positional arguments differ between Keras versions")
+    size = kwargs.get("target_size")
+    channels = _COLOR_CHANNELS.get(kwargs.get("color_mode", "rgb"))
+    if kwargs.get("grayscale") is True:  # Keras 2's spelling
+        channels = 1
+    if isinstance(size, (tuple, list)) and len(size) == 2 and all(_is_int(d) for d in size) \
+            and channels is not None:
+        return Array((size[0], size[1], channels), "uint8")
+    return Unknown("load_img without a target_size: the image's own size is not known")
 
 
 def _f32(value: float) -> float:
