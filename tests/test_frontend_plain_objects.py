@@ -64,3 +64,22 @@ def test_dataclass_field_spellings():
         "    width: int = field_width()\n"
         "c = Cfg()\nr = (c.units, c.width)\n")
     assert got["r"] == (5, 3)
+
+
+def test_environment_variables_read_with_a_default():
+    # `int(os.environ.get("BATCH_SIZE", 64))` in fit(batch_size=...) was not known, and
+    # Keras's default of 32 was used; the default a run without the variable gets applies,
+    # said once, and a value the code sets itself wins
+    got, state = run(
+        "import os\n"
+        "os.environ['EPOCHS'] = '3'\n"
+        "os.environ.setdefault('EPOCHS', '7')\n"
+        "b = int(os.environ.get('BATCH_SIZE', 64))\n"
+        "e = int(os.getenv('EPOCHS', '10'))\n"
+        "w = os.environ.get('WORKERS')\n"
+        "k = os.getenv(name, '1')\n")
+    assert (got["b"], got["e"]) == (64, 3)
+    assert not isinstance(got["w"], (int, str)) and not isinstance(got["k"], (int, str))
+    notes = [d.message for d in state.diagnostics]
+    assert notes == ["environment variable BATCH_SIZE: the default given to os.environ.get() "
+                     "is used (as a run without it set would)"], notes

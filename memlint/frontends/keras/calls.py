@@ -291,6 +291,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
     value = data.call(interp, name, args, kwargs, node)
     if value is not data.NOT_DATA:
         return value
+    if name in ("os.environ.get", "os.getenv"):
+        return plain_objects.environment_value(interp, name, args, kwargs, node)
     value = devices.call(interp, name, args, kwargs, node)
     if value is not devices.NOT_DEVICES:
         return value

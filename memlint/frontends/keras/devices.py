@@ -186,7 +186,11 @@ def add_cap(state, cap: MemoryCap) -> None:
 
 
 def set_env(state, key: Any, value: Any, loc: Location, only_if_unset: bool = False) -> None:
-    """``os.environ[key] = value`` for the variables that decide GPU memory."""
+    """``os.environ[key] = value``: kept for the code's own reads of it, and a cap for the
+    variables that decide GPU memory."""
+    if isinstance(key, str) and not is_unknown(value) and not (
+            only_if_unset and key in state.environment):
+        state.environment[key] = str(value)
     kind = _ENV_CAPS.get(key) if isinstance(key, str) else None
     if kind is None or is_unknown(value):
         return

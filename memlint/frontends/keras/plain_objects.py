@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras.values import Ref, Unknown, UserFunction
+from memlint.frontends.keras.values import Ref, Unknown, UserFunction, is_unknown
 from memlint.records import record
 
 
@@ -241,3 +241,21 @@ def parse_args(interp, parser: ArgumentParser, node) -> PlainObject:
         interp.location(node), "command-line arguments: the defaults given to add_argument() "
                                "are used (as a run without arguments would)")
     return PlainObject(None, dict(parser.defaults))
+
+
+def environment_value(interp, name: str, args: list, kwargs: dict, node) -> Any:
+    """``os.environ.get("BATCH_SIZE", "64")`` / ``os.getenv(...)``: what the code set it to,
+    else the default given, as a run without it set gives (said once, as for the defaults
+    of command-line arguments); without a default, not known."""
+    key = args[0] if args else kwargs.get("key")
+    if not isinstance(key, str):
+        return Unknown("an environment variable whose name is not known statically")
+    if key in interp.state.environment:
+        return interp.state.environment[key]
+    default = args[1] if len(args) > 1 else kwargs.get("default")
+    if default is None or is_unknown(default):
+        return Unknown(f"environment variable {key}: its value is not known statically")
+    short = "os.getenv" if name == "os.getenv" else "os.environ.get"
+    interp.state.note_info(interp.location(node), f"environment variable {key}: the default "
+                           f"given to {short}() is used (as a run without it set would)")
+    return default

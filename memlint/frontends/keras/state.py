@@ -56,6 +56,8 @@ class FileState:
     named_inputs: dict = field(default_factory=dict)
     named_inputs_used: set = field(default_factory=set)
     memory_caps: list = field(default_factory=list)  # list[MemoryCap] the code sets
+    # environment variables the code sets (os.environ[key] = value, setdefault, update)
+    environment: dict = field(default_factory=dict)
     # optimizers whose apply_gradients() the code calls (a custom training loop), with where
     applied_optimizers: list = field(default_factory=list)
     # keras.distribution.set_distribution(...): (strategy, number of models made before it)
