@@ -1,5 +1,6 @@
 """``while`` loops that make no progress as memlint evaluates them stop at once, and what
-they change becomes unknown (loop_progress.py); loops that make progress, by any route, run."""
+they change becomes unknown (loop_progress.py); loops that make progress, by any route, run;
+a ``for`` loop over an iterable not known is skipped, and what it changes becomes unknown."""
 
 from __future__ import annotations
 
@@ -69,3 +70,42 @@ def test_progress_made_inside_called_functions_and_objects_counts():
     assert found["n"] == 3
     assert found["c"].attrs["k"] == 4
     assert found["d"] == {"left": 0}
+
+
+def _skipped_loop(body: str):
+    source = HEADER + "import json\nsizes = json.load(open('c.json'))['sizes']\n" + body + (
+        "model.compile(optimizer='adam', loss='mse')\n"
+        "model.fit(np.zeros((100, 8)), np.zeros((100, 2)), batch_size=10)\n")
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    result = analyze_text(source, "loop.py", Settings(gpu="1GiB"))
+    return result, [d for d in result.diagnostics if d.code == "MEM005"]
+
+
+def test_a_loop_over_an_unknown_iterable_leaves_what_it_builds_unknown():
+    # its body was skipped and what it changes kept its value before it: the model kept
+    # only the layers outside the loop and got a verdict as if complete
+    for body in [
+        "model = keras.Sequential([keras.Input((8,))])\n"
+        "for s in sizes:\n"
+        "    model.add(layers.Dense(s))\n"
+        "model.add(layers.Dense(2))\n",
+        "x = inp = keras.Input((8,))\n"
+        "for s in sizes:\n"
+        "    x = layers.Dense(s)(x)\n"
+        "model = keras.Model(inp, layers.Dense(2)(x))\n",
+        "words = set()\n"
+        "for line in open('corpus.txt'):\n"
+        "    words.update(line.split())\n"
+        "model = keras.Sequential([keras.Input((8,)), layers.Embedding(len(words) + 1, 4),\n"
+        "                          layers.Flatten(), layers.Dense(2)])\n",
+    ]:
+        result, mem005 = _skipped_loop(body)
+        assert mem005, (body, [(d.code, d.message) for d in result.diagnostics])
+        [note] = [d for d in result.diagnostics if d.message.startswith("for loop")]
+        assert "its body is skipped" in note.message
+    _, mem005 = _skipped_loop(
+        "model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])\n"
+        "for path in open('files.txt'):\n"
+        "    print(path)\n")
+    assert not mem005  # a loop that changes nothing the model needs leaves it complete

@@ -17,8 +17,8 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras import (calls, classes, data, devices, plain_objects, star_imports,
-                                     training_loops)
+from memlint.frontends.keras import (calls, classes, data, devices, models, plain_objects,
+                                     star_imports, training_loops)
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
@@ -28,7 +28,8 @@ from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_re
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
-from memlint.frontends.keras.values import ModuleValue, Ref, Unknown, UserFunction
+from memlint.frontends.keras.values import (ModuleValue, Ref, SequentialModel, Unknown,
+                                            UserFunction)
 from memlint.ir import Location
 from memlint.source_index import SourceIndex
 
@@ -502,9 +503,12 @@ class Interpreter(ExpressionEvaluator):
         iterable = self.eval(stmt.iter)
         items = self.iterate(iterable, stmt)
         if items is None:
-            self.state.note_unresolved(self.location(stmt.iter), "for loop",
-                                       "the loop's iterable is not known statically; "
-                                       "its body is skipped")
+            forgotten = self._forget_skipped(stmt)
+            self.state.note_unresolved(
+                self.location(stmt.iter), "for loop",
+                "the loop's iterable is not known statically; its body is skipped"
+                + (f", and {_names(forgotten)} {'is' if len(forgotten) == 1 else 'are'} "
+                   "unknown after it" if forgotten else ""))
             return
         count = 0
         broke = False
@@ -585,6 +589,25 @@ class Interpreter(ExpressionEvaluator):
             "memlint knows (it follows branches it cannot decide), so the loop would never end "
             "here; " + (f"{_names(forgotten)} are unknown after it" if forgotten else
                         "the analysis goes on after it"))
+
+    def _forget_skipped(self, stmt: cst.For) -> list:
+        """A loop whose iterable is not known may run any number of times: what its body
+        changes becomes unknown after it (``x = Dense(n)(x)``, ``vocab.add(word)``), and a
+        Sequential it adds layers to gets one it cannot know (``model.add(Dense(n))`` for
+        sizes read from a file: the model kept only the layers outside the loop and was
+        estimated as if complete).  The names, sorted."""
+        line = self.location(stmt).line
+        summary = self.slicer.scanner.summary(stmt)
+        for call in summary.calls:
+            if call.kind == "chain" and call.dotted == "add" and call.root:
+                holder = next((scope for scope in (self.scope, *self.outer, self.globals)
+                               if call.root in scope), {})
+                if isinstance(holder.get(call.root), SequentialModel):
+                    models.sequential_add(self, holder[call.root], Unknown(
+                        f"the layers the loop at line {line} adds, over an iterable not "
+                        "known statically"), stmt)
+        return forget_after_stop(self, summary, f"changed by the loop at line {line}, whose "
+                                                "iterable is not known statically")
 
     def _forget_loop(self, stmt) -> list:
         """What a loop stopped early would still have changed becomes unknown

@@ -228,7 +228,7 @@ def create_sequential(interp, args: list, kwargs: dict, node) -> SequentialModel
     model.dtype_policy = (state.dtype_policy, state.dtype_source)
     if isinstance(layers, (list, tuple)):
         for layer in layers:
-            _sequential_add(interp, model, layer, node, rebuild=False)
+            sequential_add(interp, model, layer, node, rebuild=False)
         if layers:
             _sequential_rebuild(state, model)
     elif layers is not None:
@@ -652,7 +652,7 @@ _BUILDING_METHODS = {"fit", "train_on_batch", "predict", "predict_on_batch", "ev
 def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> Any:
     loc = interp.location(node)
     if method == "add" and isinstance(model, SequentialModel):
-        _sequential_add(interp, model, args[0] if args else kwargs.get("layer"), node)
+        sequential_add(interp, model, args[0] if args else kwargs.get("layer"), node)
         return None
     if method == "pop" and isinstance(model, SequentialModel):
         layer = model.layers.pop() if model.layers else None
@@ -694,7 +694,7 @@ def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> 
     return Unknown(f"model method {method}() is not evaluated")
 
 
-def _sequential_add(interp, model: SequentialModel, layer: Any, node, rebuild: bool = True,
+def sequential_add(interp, model: SequentialModel, layer: Any, node, rebuild: bool = True,
                     ) -> None:
     loc = interp.location(node)
     state = interp.state
