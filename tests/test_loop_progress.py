@@ -109,3 +109,18 @@ def test_a_loop_over_an_unknown_iterable_leaves_what_it_builds_unknown():
         "for path in open('files.txt'):\n"
         "    print(path)\n")
     assert not mem005  # a loop that changes nothing the model needs leaves it complete
+
+
+def test_a_while_loop_on_an_unknown_condition_leaves_what_it_builds_unknown():
+    result, mem005 = _skipped_loop(
+        "model = keras.Sequential([keras.Input((8,))])\n"
+        "n = 0\n"
+        "while n < sizes:\n"
+        "    model.add(layers.Dense(64))\n"
+        "    n += 1\n"
+        "model.add(layers.Dense(2))\n")
+    assert mem005, [(d.code, d.message) for d in result.diagnostics]
+    [note] = [d for d in result.diagnostics if d.message.startswith("while condition")]
+    assert note.message.endswith("the loop stopped there, and n is unknown after it")
+    assert any("its condition is not known statically" in d.message
+               for d in result.diagnostics)

@@ -132,6 +132,13 @@ class _Return(Exception):
         self.value = value
 
 
+def _unknown_after(names: list) -> str:
+    """The end of a note on a loop memlint could not run: the names now unknown."""
+    if not names:
+        return ""
+    return f", and {_names(names)} {'is' if len(names) == 1 else 'are'} unknown after it"
+
+
 def _names(names: list) -> str:
     """A few names for a note: ``a, b, c, ...``."""
     return ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
@@ -507,8 +514,7 @@ class Interpreter(ExpressionEvaluator):
             self.state.note_unresolved(
                 self.location(stmt.iter), "for loop",
                 "the loop's iterable is not known statically; its body is skipped"
-                + (f", and {_names(forgotten)} {'is' if len(forgotten) == 1 else 'are'} "
-                   "unknown after it" if forgotten else ""))
+                + _unknown_after(forgotten))
             return
         count = 0
         broke = False
@@ -552,9 +558,11 @@ class Interpreter(ExpressionEvaluator):
         while True:
             test = self.eval(stmt.test)
             if not has_truth(test):
+                forgotten = self._forget_skipped(stmt)
                 self.state.note_unresolved(
                     self.location(stmt.test), "while condition",
-                    "the condition is not known statically; the loop stopped there")
+                    "the condition is not known statically; the loop stopped there"
+                    + _unknown_after(forgotten))
                 return
             if not test:
                 break
@@ -590,24 +598,28 @@ class Interpreter(ExpressionEvaluator):
             "here; " + (f"{_names(forgotten)} are unknown after it" if forgotten else
                         "the analysis goes on after it"))
 
-    def _forget_skipped(self, stmt: cst.For) -> list:
-        """A loop whose iterable is not known may run any number of times: what its body
-        changes becomes unknown after it (``x = Dense(n)(x)``, ``vocab.add(word)``), and a
-        Sequential it adds layers to gets one it cannot know (``model.add(Dense(n))`` for
-        sizes read from a file: the model kept only the layers outside the loop and was
-        estimated as if complete).  The names, sorted."""
+    def _forget_skipped(self, stmt) -> list:
+        """A loop whose iterable (or condition) is not known may run any number of times
+        more: what its body changes becomes unknown after it (``x = Dense(n)(x)``,
+        ``vocab.add(word)``), and a Sequential it adds layers to gets one it cannot know
+        (``model.add(Dense(n))`` for sizes read from a file: the model kept only the layers
+        outside the loop and was estimated as if complete).  The names, sorted."""
         line = self.location(stmt).line
+        what = "condition" if isinstance(stmt, cst.While) else "iterable"
         summary = self.slicer.scanner.summary(stmt)
-        for call in summary.calls:
+        for call in summary.calls:  # (a while loop's condition is in its summary too)
             if call.kind == "chain" and call.dotted == "add" and call.root:
                 holder = next((scope for scope in (self.scope, *self.outer, self.globals)
                                if call.root in scope), {})
                 if isinstance(holder.get(call.root), SequentialModel):
                     models.sequential_add(self, holder[call.root], Unknown(
-                        f"the layers the loop at line {line} adds, over an iterable not "
-                        "known statically"), stmt)
-        return forget_after_stop(self, summary, f"changed by the loop at line {line}, whose "
-                                                "iterable is not known statically")
+                        f"the layers the loop at line {line} adds: its {what} is not known "
+                        "statically"), stmt)
+        unknown_before = {name for scope in (self.scope, *self.outer, self.globals)
+                          for name, value in scope.items() if isinstance(value, Unknown)}
+        forgotten = forget_after_stop(self, summary, f"changed by the loop at line {line}, "
+                                                     f"whose {what} is not known statically")
+        return [name for name in forgotten if name not in unknown_before]
 
     def _forget_loop(self, stmt) -> list:
         """What a loop stopped early would still have changed becomes unknown
