@@ -162,7 +162,71 @@ def test_undecidable_condition_is_reported_once_with_the_path_taken():
     notes = [d for d in state.diagnostics if d.code == "MEM900"]
     assert len(notes) == 1
     assert notes[0].line == 4 and "first branch was followed" in notes[0].message
-    assert got["r"] == [1, 1, 1]
+    # what a branch changes is unknown after the if (the other branch may have run)
+    assert notes[0].message.endswith(", and r is unknown after it")
+    assert is_unknown(got["r"])
+
+
+UNDECIDED = (
+    "import json\nimport numpy as np\nimport keras\nfrom keras import layers\n"
+    "cfg = json.load(open('cfg.json'))\n")
+FIT = ("model.compile(optimizer='adam', loss='mse')\n"
+       "model.fit(np.zeros((100, 8)), np.zeros((100, 2)), batch_size=10)\n")
+
+
+def _undecided(body: str):
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    return analyze_text(UNDECIDED + body + FIT, "cfg.py", Settings(gpu="1GiB"))
+
+
+def test_a_model_chosen_by_a_condition_not_known_gets_no_estimate():
+    # the first branch's small model was estimated ("fits") for a script whose config may
+    # choose the big one
+    result = _undecided(
+        "if cfg['size'] == 'small':\n"
+        "    model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])\n"
+        "else:\n"
+        "    model = keras.Sequential([keras.Input((8,)), layers.Dense(99999), layers.Dense(2)])\n")
+    assert result.models == []
+    notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
+    assert "model 'sequential': it is built in a branch of the if at line 6, whose condition " \
+           "is not known statically, and another branch may build another: not estimated" \
+           in notes, notes
+
+
+def test_what_a_branch_not_decided_changes_is_unknown_after_it():
+    # an optional pooling: following it fixed the smaller shape
+    result = _undecided(
+        "inp = keras.Input((8,))\n"
+        "x = layers.Dense(64)(inp)\n"
+        "if cfg['narrow']:\n"
+        "    x = layers.Dense(4)(x)\n"
+        "model = keras.Model(inp, layers.Dense(2)(x))\n")
+    assert [d for d in result.diagnostics if d.code == "MEM005"]
+    # a Sequential a branch adds to gets a layer memlint cannot know
+    result = _undecided(
+        "model = keras.Sequential([keras.Input((8,)), layers.Dense(64)])\n"
+        "if cfg['deep']:\n"
+        "    model.add(layers.Dense(64))\n"
+        "model.add(layers.Dense(2))\n")
+    assert [d for d in result.diagnostics if d.code == "MEM005"]
+
+
+def test_a_model_built_in_a_branch_with_no_alternative_is_estimated():
+    # the only model the script can build (trained when no weights are saved); imports
+    # guarded by a condition keep the first branch's module
+    result = _undecided(
+        "import os\n"
+        "if cfg['legacy']:\n"
+        "    from tensorflow.keras import layers as L\n"
+        "else:\n"
+        "    from keras import layers as L\n"
+        "if not os.path.exists('weights.h5'):\n"
+        "    model = keras.Sequential([keras.Input((8,)), L.Dense(2)])\n" + FIT.replace(
+            "model.", "    model."))
+    [graph] = result.models
+    assert (graph.params, graph.setup.batch_size) == (18, 10)
 
 
 def test_unknown_comprehension_condition_gives_an_unknown_list():

@@ -60,6 +60,8 @@ def _path(held: tuple, owners: dict) -> str:
 
 def is_reported(model: Any) -> bool:
     """Whether ``model`` is a model of its own in the report (see the module's docstring)."""
+    if getattr(model, "undecided_branch", None) is not None:
+        return False  # built in one branch of an if memlint cannot decide (a note says so)
     if getattr(model, "inside_class", False) and model.variable is None:
         return False  # made inside a Layer / Model subclass of the file: a part of it
     if "compile" in model.usage or getattr(model, "held", False) and model.as_layer is None:

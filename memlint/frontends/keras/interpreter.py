@@ -13,6 +13,7 @@ an info diagnostic saying so.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional
 
 import libcst as cst
@@ -170,6 +171,7 @@ class Interpreter(ExpressionEvaluator):
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
         self.model_changing_loops: dict = {}  # id(loop) -> whether it may change a model
         self.repeating_loops: set = set()  # ids of loops stopped for repeating (loop_repeats.py)
+        self.undecided_ifs: set = set()  # ids of the ifs already noted as undecided
         self.file_closure: Optional[set] = None  # names functions of the file read (lazily)
         self._capture_depth = -1  # call depth of the generator run by first_yield
         # with ``slicing``: what nothing the models depend on reads is skipped (slicing.py)
@@ -606,20 +608,30 @@ class Interpreter(ExpressionEvaluator):
         outside the loop and was estimated as if complete).  The names, sorted."""
         line = self.location(stmt).line
         what = "condition" if isinstance(stmt, cst.While) else "iterable"
-        summary = self.slicer.scanner.summary(stmt)
+        unknown_before = self._unknown_names()
+        forgotten = self._forget_changed(
+            self.slicer.scanner.summary(stmt),
+            f"changed by the loop at line {line}, whose {what} is not known statically",
+            f"the layers the loop at line {line} adds: its {what} is not known statically",
+            stmt)
+        return [name for name in forgotten if name not in unknown_before]
+
+    def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
+        """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential
+        it adds layers to gets one it cannot know (``layers`` says why).  The names."""
         for call in summary.calls:  # (a while loop's condition is in its summary too)
             if call.kind == "chain" and call.dotted == "add" and call.root:
                 holder = next((scope for scope in (self.scope, *self.outer, self.globals)
                                if call.root in scope), {})
                 if isinstance(holder.get(call.root), SequentialModel):
-                    models.sequential_add(self, holder[call.root], Unknown(
-                        f"the layers the loop at line {line} adds: its {what} is not known "
-                        "statically"), stmt)
-        unknown_before = {name for scope in (self.scope, *self.outer, self.globals)
-                          for name, value in scope.items() if isinstance(value, Unknown)}
-        forgotten = forget_after_stop(self, summary, f"changed by the loop at line {line}, "
-                                                     f"whose {what} is not known statically")
-        return [name for name in forgotten if name not in unknown_before]
+                    models.sequential_add(self, holder[call.root], Unknown(layers), stmt)
+        return forget_after_stop(self, summary, reason)
+
+    def _unknown_names(self) -> set:
+        """The names in scope whose value is not known (a note names only what a loop or a
+        branch it could not decide made unknown)."""
+        return {name for scope in (self.scope, *self.outer, self.globals)
+                for name, value in scope.items() if isinstance(value, Unknown)}
 
     def _forget_loop(self, stmt) -> list:
         """What a loop stopped early would still have changed becomes unknown
@@ -684,10 +696,7 @@ class Interpreter(ExpressionEvaluator):
                     "was not followed")
                 test = False
             else:
-                self.state.note_unresolved(
-                    self.location(stmt.test), "if condition",
-                    "the condition is not known statically; the first branch was followed")
-                self.exec_block(stmt.body.body)
+                self._undecided_if(stmt)
                 return
         if test:
             self.exec_block(stmt.body.body)
@@ -695,6 +704,43 @@ class Interpreter(ExpressionEvaluator):
             self.exec_if(stmt.orelse)
         elif stmt.orelse is not None:
             self.exec_block(stmt.orelse.body.body)
+
+    def _undecided_if(self, stmt: cst.If) -> None:
+        """An ``if`` whose condition is not known: its first branch is followed, but what
+        either branch changes is unknown after it (``if cfg["pool"]: x = MaxPooling2D()(x)``
+        would otherwise fix the smaller shape), a Sequential either branch adds layers to
+        gets one it cannot know, and a model the first branch builds while another branch
+        builds its own is no estimate of what runs (``if cfg["size"] == "small": model =
+        small() else: model = big()`` was estimated small, "fits").  Names bound by imports
+        and definitions keep the first branch's (version-guarded imports)."""
+        line = self.location(stmt).line
+        made = len(self.state.models)
+        unknown_before = self._unknown_names()
+        self.exec_block(stmt.body.body)
+        summary = self.slicer.scanner.summary(stmt)
+        other = stmt.orelse
+        branch = [other] if isinstance(other, cst.If) else \
+            list(other.body.body) if other is not None else []
+        others = any(b.kind in ("expr", "elem") for node in branch
+                     for b in self.slicer.scanner.summary(node).bindings)
+        for model in self.state.models[made:] if others else []:
+            model.undecided_branch = line
+            self.state.note_unresolved(
+                model.location, f"model '{model.name}'",
+                f"it is built in a branch of the if at line {line}, whose condition is not "
+                "known statically, and another branch may build another: not estimated")
+        forgotten = self._forget_changed(
+            replace(summary, bindings=[b for b in summary.bindings
+                                       if b.kind not in ("import", "other")]),
+            f"set in a branch of the if at line {line}, whose condition is not known "
+            "statically", f"the layers a branch of the if at line {line} may add: its "
+            "condition is not known statically", stmt)
+        if id(stmt) not in self.undecided_ifs:  # once, as in a loop it runs again
+            self.undecided_ifs.add(id(stmt))
+            self.state.note_unresolved(
+                self.location(stmt.test), "if condition",
+                "the condition is not known statically; the first branch was followed"
+                + _unknown_after([n for n in forgotten if n not in unknown_before]))
 
     # ------------------------------------------------------------------ functions
 
