@@ -292,3 +292,16 @@ def test_an_undecidable_error_guard_takes_the_path_that_does_not_raise():
     assert got["r"] == 1
     (note,) = [d for d in state.diagnostics if d.code == "MEM900"]
     assert note.line == 3 and "branch that raises an error was not followed" in note.message
+
+
+def test_a_factory_returning_a_model_chosen_by_a_condition_not_known():
+    result = _undecided(
+        "def build():\n"
+        "    if cfg['size'] == 'small':\n"
+        "        return keras.Sequential([keras.Input((8,)), layers.Dense(2)])\n"
+        "    return keras.Sequential([keras.Input((8,)), layers.Dense(99999), layers.Dense(2)])\n"
+        "model = build()\n")
+    assert result.models == []
+    notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
+    assert any("another branch may build another: not estimated" in n for n in notes), notes
+    assert not any("never calls" in n for n in notes), notes

@@ -212,7 +212,9 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
             state.note_unresolved(Location(path, 1, 1), f"--input {name}",
                                   f"no keras.Input of this file is named {name!r}; "
                                   "the shape is not used")
-    entries = _note_factories(interpreter, state) if not models and entry is None else []
+    undecided = any(getattr(m, "undecided_branch", None) is not None for m in state.models)
+    entries = _note_factories(interpreter, state) \
+        if not models and entry is None and not undecided else []
     return FrontendResult(models=models, diagnostics=state.diagnostics, module=module,
                           memory_caps=list(state.memory_caps),
                           positions=interpreter.positions,

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 import libcst as cst
+import libcst.matchers as m
 
 from memlint.frontends.keras import (calls, classes, data, devices, models, plain_objects,
                                      star_imports, training_loops)
@@ -246,7 +247,7 @@ class Interpreter(ExpressionEvaluator):
             except Exception as exc:  # a bug in memlint
                 self.state.note_internal(self.location(node), f"--entry {name}", exc)
                 return True
-            if any(result is m for m in self.state.models) and \
+            if any(result is model for model in self.state.models) and \
                     getattr(result, "variable", None) is None:
                 result.variable = name
         except BudgetExceeded as exc:
@@ -716,13 +717,24 @@ class Interpreter(ExpressionEvaluator):
         line = self.location(stmt).line
         made = len(self.state.models)
         unknown_before = self._unknown_names()
-        self.exec_block(stmt.body.body)
+        returned = False
+        try:
+            self.exec_block(stmt.body.body)
+        except _Return:  # ``if cfg: return small()``: the code after the if is the other path
+            returned = True
+            raise
+        finally:  # also when the branch returns or breaks
+            self._after_undecided_if(stmt, line, made, unknown_before, returned)
+
+    def _after_undecided_if(self, stmt: cst.If, line: int, made: int, unknown_before: set,
+                            returned: bool) -> None:
         summary = self.slicer.scanner.summary(stmt)
         other = stmt.orelse
         branch = [other] if isinstance(other, cst.If) else \
             list(other.body.body) if other is not None else []
-        others = any(b.kind in ("expr", "elem") for node in branch
-                     for b in self.slicer.scanner.summary(node).bindings)
+        others = returned or any(b.kind in ("expr", "elem") for node in branch
+                                 for b in self.slicer.scanner.summary(node).bindings) or any(
+            m.findall(node, m.Return()) for node in branch)
         for model in self.state.models[made:] if others else []:
             model.undecided_branch = line
             self.state.note_unresolved(
