@@ -124,3 +124,12 @@ def test_a_while_loop_on_an_unknown_condition_leaves_what_it_builds_unknown():
     assert note.message.endswith("the loop stopped there, and n is unknown after it")
     assert any("its condition is not known statically" in d.message
                for d in result.diagnostics)
+
+
+def test_an_array_filled_by_a_loop_over_an_unknown_iterable_keeps_its_shape():
+    # a Sequence's batch: X = np.empty((batch, 32, 32, 1)); X[i,] = np.load(path) for
+    # each ID of a shuffled list: the array's shape and dtype do not change
+    got = values(HEADER + "import json\nids = json.load(open('ids.json'))\n"
+                 "X = np.empty((8, 32, 32, 1))\nfor i, ID in enumerate(ids):\n"
+                 "    X[i,] = np.load(ID + '.npy')\n")
+    assert (got["X"].shape, got["X"].dtype) == ((8, 32, 32, 1), "float64")

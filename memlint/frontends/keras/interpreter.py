@@ -30,8 +30,8 @@ from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_re
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
-from memlint.frontends.keras.values import (ModuleValue, Ref, SequentialModel, Unknown,
-                                            UserFunction)
+from memlint.frontends.keras.values import (Array, ModuleValue, Ref, SequentialModel,
+                                            Unknown, UserFunction)
 from memlint.ir import Location
 from memlint.source_index import SourceIndex
 
@@ -620,13 +620,18 @@ class Interpreter(ExpressionEvaluator):
     def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
         """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential
         it adds layers to gets one it cannot know (``layers`` says why).  The names."""
+        def value(name: str) -> Any:
+            return next((scope[name] for scope in (self.scope, *self.outer, self.globals)
+                         if name in scope), None)
+
         for call in summary.calls:  # (a while loop's condition is in its summary too)
-            if call.kind == "chain" and call.dotted == "add" and call.root:
-                holder = next((scope for scope in (self.scope, *self.outer, self.globals)
-                               if call.root in scope), {})
-                if isinstance(holder.get(call.root), SequentialModel):
-                    models.sequential_add(self, holder[call.root], Unknown(layers), stmt)
-        return forget_after_stop(self, summary, reason)
+            if call.kind == "chain" and call.dotted == "add" and call.root and \
+                    isinstance(value(call.root), SequentialModel):
+                models.sequential_add(self, value(call.root), Unknown(layers), stmt)
+        # ``X[i] = np.load(path)`` keeps an array's shape and dtype: not forgotten
+        kept = {name for name in summary.stored - summary.mutated - summary.bound
+                if isinstance(value(name), Array)}
+        return forget_after_stop(self, replace(summary, stored=summary.stored - kept), reason)
 
     def _unknown_names(self) -> set:
         """The names in scope whose value is not known (a note names only what a loop or a
