@@ -532,8 +532,9 @@ _SAVED_MODEL_LOADERS = frozenset({
 def _saved_model_note(interp, name: str, args: list, kwargs: dict, node) -> Unknown:
     """A model read from a file is not in the code: say so where it is loaded (the fit or
     predict of it would otherwise pass without a word about its memory)."""
-    source = args[0] if args else next(iter(kwargs.values()), None)
-    what = f" ({source!r})" if isinstance(source, str) and len(source) < 120 else ""
+    source = args[0] if args else kwargs.get("filepath", kwargs.get("export_dir"))
+    what = f" ({source!r})" if isinstance(source, str) and len(source) < 120 \
+        and not name.startswith("keras.models.model_from_") else ""  # (those get the text)
     reason = (f"the model is read from a file{what}, which memlint does not open (it reads "
               "code, and never loads a model): no estimate of it; build its architecture in "
               "the analysed code, or export it to ONNX and run memlint on the .onnx file")

@@ -555,23 +555,17 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
 def _trace_compute_loss(obj: ClassObject, loss, inputs: Any, out: Any, node) -> None:
     """A Model subclass's own ``compute_loss(x, y, y_pred)`` runs in the step fit runs, on
     the data and call()'s output: the layers and models it calls (a distiller's teacher,
-    keras.io's knowledge distillation) run there too, and are traced as call()'s are."""
+    keras.io's knowledge distillation) run there too, and are traced as call()'s are.  It
+    is called as Keras's trainer calls it: by keyword, ``training`` only where accepted."""
     targets = obj.fed_targets
     y = Tensor(targets) if _is_shape(targets) else Tensor(
         None, reason="the shape of the targets fit() was given is not known")
-    names = _parameter_names(loss)
-    values = {"x": inputs, "y": y, "y_pred": out}
-    kwargs = {name: values[name] for name in names if name in values}
+    kwargs = {"x": inputs, "y": y, "y_pred": out, "sample_weight": None}
+    params = getattr(loss.node, "params", None)
+    if params is not None and "training" in [p.name.value for p in [
+            *params.posonly_params, *params.params, *params.kwonly_params]]:
+        kwargs["training"] = True
     run_method(obj.interp, obj, loss, [], kwargs, node)
-
-
-def _parameter_names(fn) -> list:
-    """The names of a user function's parameters (after ``self``)."""
-    params = getattr(fn.node, "params", None)
-    if params is None:
-        return []
-    return [p.name.value for p in [*params.posonly_params, *params.params,
-                                   *params.kwonly_params]][1:]
 
 
 def _call_arguments(layer: ClassLayer, shapes: Any) -> tuple:
