@@ -271,6 +271,32 @@ def test_a_backbone_whose_inner_output_builds_the_trained_model_is_part_of_it():
     assert all(diag.model != "base" for diag in report.diagnostics)
 
 
+PART_OF_A_PART = textwrap.dedent("""
+    import numpy as np
+    import keras
+    from keras import layers
+
+    image = keras.Input((16, 16, 3))
+    base = keras.Model(image, layers.GlobalAveragePooling2D()(layers.Conv2D(8, 3)(image)),
+                       name="base")
+    embed = keras.Model(base.input, layers.Dense(4)(base.output), name="embed")
+    a, b = keras.Input((16, 16, 3)), keras.Input((16, 16, 3))
+    model = keras.Model([a, b], layers.Subtract()([embed(a), embed(b)]))
+    model.compile(optimizer="adam", loss="mse")
+    model.fit([np.zeros((10, 16, 16, 3))] * 2, np.zeros((10, 4)), batch_size=5)
+""")
+
+
+def test_a_backbone_of_a_model_that_runs_as_a_layer_is_a_part_too():
+    """keras.io's triplet-loss siamese network: ResNet50's tensors build the embedding, the
+    embedding runs as a layer of the trained model; the backbone was estimated alone at an
+    assumed batch of 32 (the embedding is itself a part, not a model that runs)."""
+    report = analyze_text(PART_OF_A_PART, "siamese.py", Settings(gpu="1GiB"))
+    assert [graph.variable for graph in report.models] == ["model"]
+    assert sorted((graph.variable, graph.setup.part_of) for graph in report.parts) == \
+        [("base", ["embed"]), ("embed", ["functional"])]
+
+
 def test_a_sequentials_symbolic_tensors_are_named_as_not_modelled():
     """``Model(seq.input, head(seq.output))`` on a Sequential: memlint has no tensors for a
     Sequential's graph; the note says so in words, not an internal type's name."""

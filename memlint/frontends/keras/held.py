@@ -87,21 +87,32 @@ def mark_parts(models: list, graphs: list) -> None:
     weights are in those steps, at their batch; the report leaves it out rather than
     estimate a step of its own on assumed settings."""
     used = [(_layer_ids(m), g) for m, g in zip(models, graphs) if m.usage]
-    for model, graph in zip(models, graphs):
-        if model.usage:
-            continue
-        if model.as_layer is None:
-            # ``Model(base.input, head(base.output))``: a model that runs holds its layers,
-            # the same layer objects, every one (a pretrained backbone's Keras 2
-            # fine-tuning; an encoder of a trained autoencoder) or those up to an inner
-            # layer's output (a segmentation model's backbone)
-            own = _layer_ids(model)
-            outer = [other.name for ids, other in used if other is not graph and own & ids]
-        else:
-            outer = [other.name for other in graphs if other is not graph and any(
-                layer.name == graph.name and any(c is not None for c in layer.inner_calls)
-                for layer in other.layers)]
-        graph.setup.part_of = list(dict.fromkeys(outer))
+    marked = True
+    while marked:  # a part of a part runs too (a backbone of an embedding a siamese runs)
+        marked = False
+        for model, graph in zip(models, graphs):
+            if model.usage or graph.setup.part_of:
+                continue
+            _mark_part(model, graph, used, graphs)
+            if graph.setup.part_of:
+                used.append((_layer_ids(model), graph))
+                marked = True
+
+
+def _mark_part(model, graph, used: list, graphs: list) -> None:
+    """``graph.setup.part_of``: the models that run ``model``'s layers (see mark_parts)."""
+    if model.as_layer is None:
+        # ``Model(base.input, head(base.output))``: a model that runs holds its layers, the
+        # same layer objects, every one (a pretrained backbone's Keras 2 fine-tuning; an
+        # encoder of a trained autoencoder) or those up to an inner layer's output (a
+        # segmentation model's backbone)
+        own = _layer_ids(model)
+        outer = [other.name for ids, other in used if other is not graph and own & ids]
+    else:
+        outer = [other.name for other in graphs if other is not graph and any(
+            layer.name == graph.name and any(c is not None for c in layer.inner_calls)
+            for layer in other.layers)]
+    graph.setup.part_of = list(dict.fromkeys(outer))
 
 
 def _layer_ids(model) -> set:
