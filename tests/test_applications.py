@@ -258,3 +258,21 @@ def test_refusals_give_a_location_and_no_model(line):
     report = run(f"import keras\nm = {line}\n")
     assert report.models == [] or all(m.layers for m in report.models)
     assert any(d.line == 2 for d in report.diagnostics if d.code in ("MEM900", "MEM901"))
+
+
+def test_a_build_function_handed_to_keras_tuner_is_named_as_tuned():
+    # "factories it never calls ... --entry 'build_model(...)' with literal arguments" could
+    # not be followed: the tuner passes hp, chosen at run time
+    report = run("""
+        import keras
+        import keras_tuner as kt
+        def build_model(hp):
+            model = keras.Sequential([keras.Input((8,)),
+                                      keras.layers.Dense(hp.Int("units", 32, 512))])
+            model.compile(optimizer="adam", loss="mse")
+            return model
+        tuner = kt.RandomSearch(hypermodel=build_model, objective="val_loss", max_trials=3)
+    """)
+    (note,) = messages(report, "MEM900")
+    assert "the tuner builds build_model(hp) with hyperparameters it chooses at run time" \
+        in note and "no estimate of its trials" in note

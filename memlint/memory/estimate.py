@@ -100,7 +100,10 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
                              xla and prec.loss_scaling) else
                          "all wait for the update" if profile.weight_gradients == "kept" else
                          "loss scaling keeps them all, in 16 bits, until they are checked")),
-        "optimizer": f"{opt.name}: {slots_per_variable(opt)} slot(s) per trainable parameter",
+        "optimizer": f"{opt.name}: " + (
+            f"factored second moments, and {slots_per_variable(opt) + 1} full slot(s) (the "
+            "velocity) per trainable parameter" if opt.name == "adafactor" else
+            f"{slots_per_variable(opt)} slot(s) per trainable parameter"),
         "saved": "tensors kept for the backward pass (each layer kind's declaration: inputs "
                  "of weighted layers, masks, statistics, recurrent gates, attention "
                  "probabilities)",

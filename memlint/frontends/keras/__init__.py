@@ -289,7 +289,7 @@ def _factories(interpreter: Interpreter) -> list:
 def _note_factories(interpreter: Interpreter, state: FileState) -> list:
     """A file that builds no model but defines functions / classes that build one: say so.
     Returns the factories as ``(name, needs arguments)``."""
-    found = _factories(interpreter)
+    found = [f for f in _factories(interpreter) if f[1] not in state.tuned_factories]
     if not found:
         return []
     names = ", ".join(signature(node) for _, _, node in found)

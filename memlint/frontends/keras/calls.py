@@ -328,6 +328,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return applications.zoo_note(interp, name, node)
     if name in _SAVED_MODEL_LOADERS:
         return _saved_model_note(interp, name, args, kwargs, node)
+    if name.startswith(("keras_tuner.", "kerastuner.")):
+        return _tuner_note(interp, name, args, kwargs, node)
     module = application_preprocessing.preprocessing_module(name)
     if module is not None:
         value = application_preprocessing.preprocess_input(interp, module, args, kwargs, node)
@@ -541,6 +543,21 @@ def _saved_model_note(interp, name: str, args: list, kwargs: dict, node) -> Unkn
     interp.state.note_unresolved(interp.location(node), f"{name.rsplit('.', 1)[-1]}()",
                                  reason)
     return Unknown(reason)
+
+
+def _tuner_note(interp, name: str, args: list, kwargs: dict, node) -> Unknown:
+    """A Keras Tuner tuner given a build function of the file: the models it tries are
+    built with hyperparameters chosen at run time, which memlint never sees."""
+    hypermodel = kwargs.get("hypermodel", args[0] if args else None)
+    if isinstance(hypermodel, UserFunction):
+        interp.state.note_unresolved(
+            interp.location(node), f"{name.rsplit('.', 1)[-1]}()",
+            f"the tuner builds {hypermodel.name}(hp) with hyperparameters it chooses at run "
+            "time, and memlint does not run a search: no estimate of its trials (their sizes "
+            "need not grow with any one hyperparameter); to check a configuration, build it "
+            "in the file with fixed values and analyse it (--entry)")
+        interp.state.tuned_factories.add(hypermodel.name)
+    return Unknown(f"a Keras Tuner object ({name})")
 
 
 def _numpy(name: str, args: list, kwargs: dict):

@@ -58,6 +58,8 @@ class FileState:
     memory_caps: list = field(default_factory=list)  # list[MemoryCap] the code sets
     # environment variables the code sets (os.environ[key] = value, setdefault, update)
     environment: dict = field(default_factory=dict)
+    # functions of the file handed to a Keras Tuner tuner (built by it, not by the file)
+    tuned_factories: set = field(default_factory=set)
     # optimizers whose apply_gradients() the code calls (a custom training loop), with where
     applied_optimizers: list = field(default_factory=list)
     # keras.distribution.set_distribution(...): (strategy, number of models made before it)
