@@ -58,11 +58,16 @@ def _argument(method, args, kwargs, name):
 
 def first_batch_x(method, args, kwargs):
     """The ``x`` of the first batch Keras would take from the call's data."""
+    return batch_x(method, first_batch(method, args, kwargs))
+
+
+def batch_x(method, batch):
+    """The ``x`` of a batch :func:`first_batch` took for ``method``."""
     from keras.src.trainers.data_adapters import data_adapter_utils
 
     if method.endswith("_on_batch"):
-        return call_data(args, kwargs)  # the whole input is the batch
-    return data_adapter_utils.unpack_x_y_sample_weight(first_batch(method, args, kwargs))[0]
+        return batch  # the whole input is the batch
+    return data_adapter_utils.unpack_x_y_sample_weight(batch)[0]
 
 
 def first_batch(method, args, kwargs):

@@ -552,6 +552,14 @@ def matrix(graphs: dict) -> list:
     return rows
 
 
+def first_fixtures(rows: list, limit: int) -> list:
+    """The rows of the first ``limit`` fixtures by path (all with ``limit`` 0: ``--limit``)."""
+    if not limit:
+        return rows
+    keep = sorted({r["fixture"] for r in rows})[:limit]
+    return [r for r in rows if r["fixture"] in keep]
+
+
 def row_key(row: dict) -> tuple:
     return (row["target"], row["fixture"], row["model"], row["batch"], row["optimizer_key"],
             row["precision_requested"], row["mode"])
@@ -830,10 +838,7 @@ def generate(previous: dict | None = None, workers: int = 0, limit: int = 0,
 
     started = time.monotonic()
     graphs = _graphs()
-    rows = matrix(graphs)
-    if limit:
-        keep = sorted({r["fixture"] for r in rows})[:limit]
-        rows = [r for r in rows if r["fixture"] in keep]
+    rows = first_fixtures(matrix(graphs), limit)
     stored = {row_key(r): r for r in (previous or {}).get("rows", [])}
     kept = set()
     for index, row in enumerate(rows):

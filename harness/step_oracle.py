@@ -591,10 +591,9 @@ def _describe(rows: list, graphs: dict) -> None:
 def generate(spec: Spec, workers: int = 2, limit: int = 0, log=print) -> dict:
     started = time.monotonic()
     graphs = _graphs()
-    rows = matrix(graphs)
-    if limit:
-        keep = sorted({r["fixture"] for r in rows})[:limit]
-        rows = [r for r in rows if r["fixture"] in keep]
+    from harness import gpu_plan
+
+    rows = gpu_plan.first_fixtures(matrix(graphs), limit)
     _describe(rows, graphs)
     child_meta = measure_rows(spec, rows, graphs, workers=workers, log=log)
     add_memlint(spec, rows, graphs)

@@ -52,7 +52,7 @@ if _ROOT not in sys.path:
 
 from harness.held_models import held_models  # noqa: E402
 from harness.fixture_data import (  # noqa: E402
-    build_unbuilt, call_data, data_declarations, first_batch, first_batch_x, offline_datasets,
+    batch_x, build_unbuilt, call_data, data_declarations, first_batch, offline_datasets,
     working_directory)
 
 _STUBBED = ("fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
@@ -88,10 +88,11 @@ def _stub(method):
         first = batch = None
         if method in _FEEDS and data is not None:  # fit(x=None): nothing is fed
             try:
-                first = first_batch_x(method, args, kwargs)
+                taken = first_batch(method, args, kwargs)
+                first = batch_x(method, taken)
                 fed = _fed(method, first)
                 if method.startswith("fit") or method == "train_on_batch":
-                    batch = first_batch(method, args, kwargs)
+                    batch = taken
             except Exception as exc:  # reported, never fatal: the layers are still compared
                 first = None
                 fed = {"method": method, "error": f"{type(exc).__name__}: {exc}"}

@@ -79,8 +79,6 @@ class Devices:
     """``jax.devices()``, ``keras.distribution.list_devices()``: the devices the process
     sees, a number the code does not state (its ``len()`` is :class:`Replicas`)."""
 
-    what: str
-
 
 @record(frozen=True)
 class PerReplica:
@@ -176,7 +174,7 @@ def call(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if name.startswith("keras.distribution."):
         return _keras_distribution(interp, name.rsplit(".", 1)[-1], args, kwargs, loc)
     if name in ("jax.devices", "jax.local_devices"):
-        return Devices(f"{name}() at line {loc.line}")
+        return Devices()
     return NOT_DEVICES
 
 
@@ -320,7 +318,7 @@ def _keras_distribution(interp, short: str, args: list, kwargs: dict, loc: Locat
             state.distribution = (strategy, len(state.models))  # for models made after it
         return None
     if short == "list_devices":
-        return Devices(f"keras.distribution.list_devices() at line {loc.line}")
+        return Devices()
     return NOT_DEVICES
 
 

@@ -625,9 +625,10 @@ class Interpreter(ExpressionEvaluator):
                          if name in scope), None)
 
         for call in summary.calls:  # (a while loop's condition is in its summary too)
-            if call.kind == "chain" and call.dotted == "add" and call.root and \
-                    isinstance(value(call.root), SequentialModel):
-                models.sequential_add(self, value(call.root), Unknown(layers), stmt)
+            model = value(call.root) if call.kind == "chain" and call.dotted == "add" \
+                and call.root else None
+            if isinstance(model, SequentialModel):
+                models.sequential_add(self, model, Unknown(layers), stmt)
         # ``X[i] = np.load(path)`` keeps an array's shape and dtype: not forgotten
         kept = {name for name in summary.stored - summary.mutated - summary.bound
                 if isinstance(value(name), Array)}
@@ -721,7 +722,9 @@ class Interpreter(ExpressionEvaluator):
         and definitions keep the first branch's (version-guarded imports)."""
         line = self.location(stmt).line
         made = len(self.state.models)
-        unknown_before = self._unknown_names()
+        # (the note is made once per if: the names it quotes are only needed then)
+        unknown_before = self._unknown_names() if id(stmt) not in self.undecided_ifs \
+            else set()
         returned = False
         try:
             self.exec_block(stmt.body.body)
