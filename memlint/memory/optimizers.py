@@ -42,18 +42,19 @@ def slots_per_variable(spec: OptimizerSpec) -> int:
 
 
 def heaviest(first: OptimizerSpec, later: list) -> OptimizerSpec:
-    """Of a model's compile() calls' optimizers (a recompile for fine-tuning), the one with
-    the most state per parameter (the first on a tie; unchanged when all keep as much), its
-    source naming the others: the estimate pairs it with the layers trainable in any trained
-    phase (frontends/keras/compiled.py), so no phase is under-counted."""
+    """Of a model's optimizers (a recompile for fine-tuning, a GAN's compile() of its own
+    given one per network), the one with the most state per parameter (the first on a tie;
+    unchanged when all keep as much), its source naming the others: the estimate pairs it
+    with the layers trainable in any trained phase (frontends/keras/compiled.py), so no
+    phase is under-counted."""
     if not later or all(slots_per_variable(spec) == slots_per_variable(first)
                         for spec in later):
         return first
     chosen = max([first, *later], key=slots_per_variable)  # the first of the most
     names = ", ".join(spec.name for spec in [first, *later])
     return OptimizerSpec(chosen.name, dict(chosen.options),
-                         f"{chosen.source}; the most state of the model's "
-                         f"{len(later) + 1} compile() calls ({names})")
+                         f"{chosen.source}; the most state of the {len(later) + 1} "
+                         f"optimizers the model is compiled with ({names})")
 
 
 def optimizer_elements(spec: OptimizerSpec, trainable_shapes: list) -> int:

@@ -675,14 +675,18 @@ def _copied(value: Any, deep: bool, depth: int = 0) -> Any:
 
 
 def _isinstance(value: Any, types: Any) -> Any:
-    """``isinstance`` for plain Python values against the builtin types, and for layers
-    against Keras's layer classes (:mod:`.layer_isinstance`)."""
+    """``isinstance`` for plain Python values, tensors and arrays against the builtin
+    types, and for layers against Keras's layer classes (:mod:`.layer_isinstance`)."""
     wanted = types if isinstance(types, tuple) else (types,)
     decided = layer_isinstance(value, wanted)
     if decided is not None:
         return decided
     if not all(isinstance(t, Ref) and t.name in _PLAIN_TYPES for t in wanted):
         return Unknown("isinstance() against a type memlint does not model")
+    if isinstance(value, Tensor) or isinstance(value, Array) and value.shape:
+        # a tensor, or an array of one or more axes, is no builtin int, list, tuple...
+        # (``if isinstance(data, tuple): data = data[0]`` in a train_step given x alone)
+        return False
     if not isinstance(value, (int, float, str, list, tuple, dict, type(None))):
         return Unknown("isinstance() of a value that is not a plain Python value")
     return isinstance(value, tuple(_PLAIN_TYPES[t.name] for t in wanted))

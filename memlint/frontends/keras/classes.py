@@ -25,8 +25,8 @@ from memlint.frontends.keras import layer_subclasses, operations, training_loops
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_batch_shapes, fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
-                                            OpaqueLayer, SequentialModel, Tensor, Unknown,
-                                            UserFunction, flatten_structure)
+                                            OpaqueLayer, Optimizer, SequentialModel, Tensor,
+                                            Unknown, UserFunction, flatten_structure)
 from memlint.ir import Location, Weight
 from memlint.records import record
 
@@ -266,12 +266,15 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
         elif registry_derived:
             return layer_subclasses.super_method(obj.obj, method.method, args, kwargs)
         elif method.method == "compile" and obj.obj.cls.kind == "model" and (
-                args or "optimizer" in kwargs):
-            # a compile() of its own passing the optimizer on to Keras's (a distiller's);
-            # a GAN's passes none, its train_step() applies optimizers of its own
+                args or "optimizer" in kwargs or uses_compiled_optimizer(obj.obj.cls)):
+            # a compile() of its own passing the optimizer on to Keras's (a distiller's), or
+            # none where the step applies Keras's default; a GAN's passes none, its
+            # train_step() applies optimizers of its own (:func:`_own_compile`)
             return call_method(interp, ObjMethod(obj.obj, "compile"), args, kwargs, node)
         return None
     if method.fn is not None:
+        if method.method == "compile" and obj.cls.kind == "model":
+            return _own_compile(interp, obj, method.fn, args, kwargs, node)
         return run_method(interp, obj, method.fn, args, kwargs, node)
     if method.method == "add_weight":
         return _add_weight(obj, args, kwargs)
@@ -345,6 +348,36 @@ def step_bypasses_call(cls: UserClass) -> bool:
                                   attr=m.Name("train_step")))
     return not any(m.findall(fn.node, itself) for name, fn in cls.methods.items()
                    if name != "call" and getattr(fn, "node", None) is not None)
+
+
+def uses_compiled_optimizer(cls: UserClass) -> bool:
+    """Whether fit's step applies the optimizer compile() gives Keras: Keras's own
+    train_step(), or one of the class's that calls ``super().train_step()`` or reads
+    ``self.optimizer`` (in any method: a helper the step calls)."""
+    if cls.kind != "model" or "train_step" not in cls.methods:
+        return True
+    used = m.Attribute(value=m.Name("self"), attr=m.Name("optimizer")) | m.Attribute(
+        value=m.Call(func=m.Name("super")), attr=m.Name("train_step"))
+    return any(m.findall(fn.node, used) for name, fn in cls.methods.items()
+               if name != "compile" and getattr(fn, "node", None) is not None)
+
+
+def _own_compile(interp, obj: ClassObject, fn, args: list, kwargs: dict, node) -> Any:
+    """A Model subclass's own ``compile()``.  One that hands an optimizer on to Keras's, or
+    whose step applies Keras's, records it there (:func:`call_method`); a GAN's hands none
+    and keeps the optimizers it is given for its ``train_step()`` (``d_optimizer``,
+    ``g_optimizer``): those are the model's, recorded as this compile()'s (the analysis
+    keeps the one with the most state)."""
+    before = len(obj.usage.get("compile", []))
+    out = run_method(interp, obj, fn, args, kwargs, node)
+    given = [v for v in list(args) + list(kwargs.values()) if isinstance(v, Optimizer)]
+    if len(obj.usage.get("compile", [])) == before and given:
+        from memlint.frontends.keras import compiled
+        loc = interp.location(node)
+        obj.usage.setdefault("compile", []).append(
+            ([], {"optimizer": given[0], "optimizers_given": given[1:]}, loc))
+        compiled.record(obj)
+    return out
 
 
 _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict",

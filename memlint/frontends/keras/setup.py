@@ -265,15 +265,19 @@ def _loss(usage: dict) -> tuple:
 def _optimizers(usage: dict) -> list:
     """The optimizer of each compile() call of the model, in order (one assumed when there
     is none)."""
-    specs = [_compiled_optimizer(args, kwargs, loc)
-             for args, kwargs, loc in usage.get("compile", [])]
+    specs = [spec for args, kwargs, loc in usage.get("compile", [])
+             for spec in [_compiled_optimizer(args, kwargs, loc)]
+             + [_compiled_optimizer([other], {}, loc)
+                for other in kwargs.get("optimizers_given", ())]]
     return specs or [OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}; no "
                                                           "compile() found)")]
 
 
 def _compiled_optimizer(args: list, kwargs: dict, loc) -> OptimizerSpec:
-    value = args[0] if args else kwargs.get("optimizer", "rmsprop")
+    value = args[0] if args else kwargs.get("optimizer")
     where = f"compile() at line {loc.line}"
+    if value is None:
+        return optimizer_spec("rmsprop", [], {}, f"Keras's default: {where} is given none")
     if isinstance(value, str):
         return optimizer_spec(value, [], {}, where)
     if isinstance(value, Optimizer):
