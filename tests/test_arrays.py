@@ -376,6 +376,26 @@ def test_tensorflow_functions_edge_cases():
     assert not A.handles("tensorflow.nn.relu", [image], {})
 
 
+def test_tensorflow_split_and_colour_spaces_on_arrays():
+    # keras.io's ESPCN takes the Y channel: tf.split(tf.image.rgb_to_yuv(x), 3, axis=-1)
+    # (shapes as TensorFlow 2.20 gives them for a (2, 37, 53, 3) float32 batch)
+    images = Array((2, 37, 53, 3), "float32")
+    yuv = A.call(None, "tensorflow.image.rgb_to_yuv", [images], {})
+    assert yuv == images
+    assert A.call(None, "tensorflow.split", [yuv, 3], {"axis": -1}) == \
+        [Array((2, 37, 53, 1), "float32")] * 3
+    assert A.call(None, "tensorflow.split", [yuv, [1, -1], 3], {}) == \
+        [Array((2, 37, 53, 1), "float32"), Array((2, 37, 53, 2), "float32")]
+    assert A.call(None, "tensorflow.split", [yuv, [10, 27]], {"axis": 1}) == \
+        [Array((2, 10, 53, 3), "float32"), Array((2, 27, 53, 3), "float32")]
+    assert A.call(None, "tensorflow.split", [yuv, 2], {}) == [Array((1, 37, 53, 3),
+                                                                   "float32")] * 2
+    assert unknown(A.call(None, "tensorflow.split", [yuv, 2], {"axis": -1}))  # 3 in 2
+    assert unknown(A.call(None, "tensorflow.split", [yuv, [1, 1]], {"axis": -1}))
+    assert unknown(A.call(None, "tensorflow.split", [yuv, Unknown("?")], {"axis": -1}))
+    assert unknown(A.call(None, "tensorflow.split", [yuv, 3], {"axis": 4}))
+
+
 def test_train_test_split():
     x, y = Array((506, 13), "float64"), Array((506,), "float64")
     parts = A.train_test_split([x, y], {"test_size": 0.2, "random_state": 42})

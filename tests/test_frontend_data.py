@@ -384,3 +384,33 @@ def test_dict_data_sizes_inputs_by_name_not_position():
         """).models
     assert graph.setup.data_shapes == [(100,), (10,)]  # sorted keys: body, title
     assert graph.for_memory().input_shapes == [(None, 10), (None, 100)]  # title, body
+
+
+def test_espcn_pipeline_sizes_an_open_model_with_a_sub_pixel_output():
+    # keras.io's ESPCN: the Y channel (tf.image.rgb_to_yuv, tf.split) of 300x300 crops,
+    # resized to 100x100, feeds an open-size model ending in tf.nn.depth_to_space; the
+    # model had "outputs not known statically" and the data "H, W open"
+    source = HEAD + textwrap.dedent("""\
+        ds = keras.utils.image_dataset_from_directory('d', batch_size=8,
+                                                      image_size=(300, 300), label_mode=None)
+        ds = ds.map(lambda x: x / 255.0)
+        def y_of(x, size):
+            y, u, v = tf.split(tf.image.rgb_to_yuv(x), 3, axis=len(x.shape) - 1)
+            return tf.image.resize(y, [size, size], method="area") if size else y
+        ds = ds.map(lambda x: (y_of(x, 100), y_of(x, None)))
+        inputs = keras.Input(shape=(None, None, 1))
+        x = layers.Conv2D(64, 5, padding="same", activation="relu")(inputs)
+        x = layers.Conv2D(9, 3, padding="same")(x)
+        model = keras.Model(inputs, tf.nn.depth_to_space(x, 3))
+        model.compile(optimizer="adam", loss="mse")
+        model.fit(ds, epochs=100)
+        """)
+    result = analyze_text(source, "espcn.py", Settings(gpu="1GiB"))
+    (graph,) = result.models
+    assert graph.setup.batch_size == 8
+    assert graph.setup.data_shapes == [(100, 100, 1)]
+    assert [op.output_shapes for op in graph.operations] == [[(None, None, None, 1)]]
+    assert not [d for d in result.diagnostics if d.code in ("MEM005", "MEM900")], \
+        [(d.code, d.message) for d in result.diagnostics]
+    # the sub-pixel output (8, 300, 300, 1) is the step's: the loss reads it
+    assert result.breakdowns[0].batch_known and not result.breakdowns[0].unknown_activations

@@ -15,6 +15,20 @@ X = Tensor((None, 4, 6))
 Y = Tensor((None, 6, 5))
 IMAGES = Tensor((None, 32, 32, 3))
 
+# (name, args, kwargs, shape, whose call the oracle test makes): ESPCN's sub-pixel layer
+REARRANGED = [
+    ("keras.ops.depth_to_space", [Tensor((None, 8, 6, 12)), 2], {}, (None, 16, 12, 3), "k"),
+    ("keras.ops.nn.space_to_depth", [Tensor((None, 8, 6, 3)), 2], {}, (None, 4, 3, 12), "k"),
+    ("keras.ops.depth_to_space", [Tensor((None, 18, 8, 6)), 3],
+     {"data_format": "channels_first"}, (None, 2, 24, 18), "k"),
+    ("tensorflow.nn.depth_to_space", [Tensor((None, 5, 7, 27)), 3], {}, (None, 15, 21, 3),
+     "tf"),
+    ("tensorflow.nn.space_to_depth", [Tensor((None, 6, 4, 5)), 2], {}, (None, 3, 2, 20),
+     "tf"),
+    ("tensorflow.depth_to_space", [Tensor((None, 4, 4, 8))], {"block_size": 2},
+     (None, 8, 8, 2), "tf"),
+]
+
 CASES = [
     ("keras.ops.relu", [X], {}, (None, 4, 6)),
     ("keras.ops.mean", [X], {"axis": 1}, (None, 6)),
@@ -49,7 +63,7 @@ CASES = [
     ("keras.ops.image.extract_patches", [Tensor((32, 32, 3)), 4], {}, (8, 8, 48)),
     ("tensorflow.image.extract_patches", [IMAGES, [1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1],
                                           "VALID"], {}, (None, 8, 8, 48)),
-]
+] + [case[:4] for case in REARRANGED]
 
 
 @pytest.mark.parametrize("name,args,kwargs,expected", CASES,
@@ -66,6 +80,36 @@ def test_operation_shapes_match_keras(name, args, kwargs, expected):
 def test_inputs_keras_refuses_raise(name, args):
     with pytest.raises(LayerError):
         operation_shape(name, args, {})
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,args,kwargs,expected,how", REARRANGED)
+def test_depth_to_space_shapes_are_keras_and_tensorflow_ones(name, args, kwargs, expected,
+                                                             how):
+    from tests.conftest import require_keras
+    require_keras()
+    import keras
+    shape = args[0].shape
+    if how == "k":  # on a symbolic tensor, as in a functional model
+        x = keras.KerasTensor(shape)
+        fn = getattr(keras.ops, name.rsplit(".", 1)[-1])
+        got = fn(x, *args[1:], **kwargs).shape
+    else:  # TensorFlow's own kernel on a batch of 1 (its spelling is TensorFlow's)
+        tf = pytest.importorskip("tensorflow")
+        fn = getattr(tf.nn, name.rsplit(".", 1)[-1])
+        got = (None,) + tuple(fn(tf.zeros((1,) + shape[1:]), *args[1:], **kwargs).shape)[1:]
+    assert tuple(got) == expected
+
+
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("keras.ops.depth_to_space", [Tensor((None, 8, 8, 10)), 2], {}),  # 10 channels, 4 per pixel
+    ("keras.ops.space_to_depth", [Tensor((None, 7, 8, 3)), 2], {}),  # odd height
+    ("tensorflow.nn.depth_to_space", [Tensor((None, 8, 8, 4)), 1], {}),  # TF needs 2 or more
+    ("keras.ops.depth_to_space", [Tensor((None, 8, 12)), 2], {}),  # not 4-D
+])
+def test_depth_to_space_inputs_refused_raise(name, args, kwargs):
+    with pytest.raises(LayerError):
+        operation_shape(name, args, kwargs)
 
 
 def test_extract_patches_with_unknown_sizes_or_channels_first_is_unresolved():

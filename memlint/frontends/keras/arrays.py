@@ -931,7 +931,9 @@ _PAD_SEQUENCES = {"keras.preprocessing.sequence.pad_sequences", "keras.utils.pad
 _IMAGE_SAME = {"flip_left_right", "flip_up_down", "random_flip_left_right",
                "random_flip_up_down", "random_brightness", "random_contrast",
                "random_saturation", "random_hue", "adjust_brightness", "adjust_contrast",
-               "adjust_saturation", "adjust_hue", "adjust_gamma", "rot90", "transpose"}
+               "adjust_saturation", "adjust_hue", "adjust_gamma", "rot90", "transpose",
+               "rgb_to_yuv", "yuv_to_rgb", "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yiq",
+               "yiq_to_rgb"}
 _LOAD_IMG = ("keras.utils.load_img", "keras.preprocessing.image.load_img")
 _IMG_TO_ARRAY = ("keras.utils.img_to_array", "keras.preprocessing.image.img_to_array")
 _COLOR_CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
@@ -940,6 +942,7 @@ _FUNCTIONS = {
     "keras.utils.to_categorical", "keras.utils.normalize", *_PAD_SEQUENCES,
     "tensorflow.cast", "tensorflow.reshape", "tensorflow.expand_dims", "tensorflow.squeeze",
     "tensorflow.transpose", "tensorflow.one_hot", "tensorflow.concat", "tensorflow.stack",
+    "tensorflow.split",
     "tensorflow.image.resize", "tensorflow.image.resize_with_pad",
     "tensorflow.image.random_crop", "tensorflow.image.central_crop",
     "tensorflow.image.convert_image_dtype", "tensorflow.image.rgb_to_grayscale",
@@ -1009,9 +1012,35 @@ def call(state, name: str, args: list, kwargs: dict) -> Any:
         return squeeze(array, _arg(args, kwargs, 1, "axis"))
     if name == "tensorflow.transpose":
         return transpose(array, _arg(args, kwargs, 1, "perm"))
+    if name == "tensorflow.split":
+        return _split(array, _arg(args, kwargs, 1, "num_or_size_splits"),
+                      _arg(args, kwargs, 2, "axis", 0))
     if name.startswith("tensorflow.image."):
         return _image(name[len("tensorflow.image."):], array, args, kwargs)
     return Unknown(f"{name} is not evaluated")
+
+
+def _split(array: Array, parts: Any, axis: Any) -> Any:
+    """``tf.split(value, num_or_size_splits, axis)``: equal parts, or the sizes given (one
+    of them -1: the rest)."""
+    shape = tuple(array.shape)
+    if not _is_int(axis) or not -len(shape) <= axis < len(shape):
+        return Unknown("tf.split along an axis not known statically")
+    axis %= len(shape)
+    size = shape[axis]
+    if _is_int(parts):
+        if parts <= 0 or not _is_int(size) or size % parts:
+            return Unknown("tf.split into parts that do not divide the axis")
+        sizes = [size // parts] * parts
+    elif isinstance(parts, (list, tuple)) and parts and all(_is_int(p) for p in parts):
+        sizes = list(parts)
+        if sizes.count(-1) == 1 and _is_int(size):
+            sizes[sizes.index(-1)] = size - (sum(sizes) + 1)
+        if any(p < 0 for p in sizes) or not _is_int(size) or sum(sizes) != size:
+            return Unknown("tf.split into sizes that do not add up to the axis")
+    else:
+        return Unknown("tf.split into parts not known statically")
+    return [Array(shape[:axis] + (p,) + shape[axis + 1:], array.dtype) for p in sizes]
 
 
 def to_categorical(args: list, kwargs: dict) -> Any:

@@ -126,7 +126,8 @@ def node(op: TensorOp, call: int, names: Callable, shape_of: Optional[Callable] 
 _READS_NOTHING = frozenset((
     "Add", "Subtract", "Negative", "Reshape", "ExpandDims", "Squeeze", "Transpose",
     "Concatenate", "Stack", "Split", "GetItem", "Pad", "Tile", "Repeat", "Flip", "Sum",
-    "Mean", "Cast", "StopGradient", "ZerosLike", "OnesLike", "Cumsum"))
+    "Mean", "Cast", "StopGradient", "ZerosLike", "OnesLike", "Cumsum", "DepthToSpace",
+    "SpaceToDepth"))
 _READS_INPUT = frozenset((
     "Log", "Square", "Erf", "Absolute", "Sin", "Cos", "Clip", "Normalize", "Max", "Min",
     "Prod", "Std", "Var", "Logsumexp"))

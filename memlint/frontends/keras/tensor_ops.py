@@ -337,6 +337,41 @@ def _tf_extract_patches(args, kwargs):
                     _arg(args, kwargs, 4, "padding"))
 
 
+def _rearranged(args: list, kwargs: dict, to_space: bool, tf: bool) -> tuple:
+    """``depth_to_space`` (``to_space``) and ``space_to_depth`` of a 4-D tensor: the block's
+    pixels moved between the channels and the two spatial axes.  ``tf``: TensorFlow's
+    spelling (``input``, ``data_format="NHWC"`` / ``"NCHW"``, blocks of 2 or more)."""
+    shape = _shape_of(_arg(args, kwargs, 0, "input" if tf else "x"))
+    block = _arg(args, kwargs, 1, "block_size")
+    layout = _arg(args, kwargs, 2, "data_format", "NHWC" if tf else None)
+    name = "depth_to_space" if to_space else "space_to_depth"
+    if not isinstance(block, int) or isinstance(block, bool):
+        raise UnresolvedArgument("block_size", "block_size is not an int known statically")
+    if layout not in ("NHWC", "NCHW") if tf else layout not in (None, "channels_last",
+                                                                "channels_first"):
+        raise UnresolvedArgument("data_format", f"data_format {layout!r} is not evaluated")
+    if len(shape) != 4:
+        raise LayerError(f"{name} needs a 4-D input, got {format_shape(shape)}")
+    if block < (2 if tf else 1):
+        raise LayerError(f"block_size {block} is less than {2 if tf else 1}")
+    first = layout in ("NCHW", "channels_first")
+    channels, rows, cols = (shape[1], shape[2], shape[3]) if first else \
+        (shape[3], shape[1], shape[2])
+    if to_space:
+        if channels is not None and channels % (block * block):
+            raise LayerError(f"{channels} channels are not divisible by block_size**2 "
+                             f"({block * block})")
+        rows, cols, channels = [None if d is None else d * block for d in (rows, cols)] + [
+            None if channels is None else channels // (block * block)]
+    else:
+        for what, d in (("height", rows), ("width", cols)):
+            if d is not None and d % block:
+                raise LayerError(f"{what} {d} is not divisible by block_size {block}")
+        rows, cols, channels = [None if d is None else d // block for d in (rows, cols)] + [
+            None if channels is None else channels * block * block]
+    return (shape[0], channels, rows, cols) if first else (shape[0], rows, cols, channels)
+
+
 def _getitem(args, kwargs):
     """``x[:, 1:3]``, ``x[..., 0]``, ``x[:, None]``: NumPy basic indexing."""
     shape, key = _shape_of(args[0]), args[1]
@@ -427,6 +462,11 @@ OPERATIONS["tensorflow.concat"] = ("concatenate", _concatenate)
 OPERATIONS["keras.ops.image.extract_patches"] = ("extract_patches", _extract_patches)
 OPERATIONS["tensorflow.image.extract_patches"] = ("extract_patches", _tf_extract_patches)
 OPERATIONS["operator.getitem"] = ("get_item", _getitem)  # tensor[...]
+for _name, _to_space in (("depth_to_space", True), ("space_to_depth", False)):
+    _register(_name, None, lambda a, k, t=_to_space: _rearranged(a, k, t, False))
+    _register(_name, None, lambda a, k, t=_to_space: _rearranged(a, k, t, True),
+              ("tensorflow.nn.", "tensorflow.", "tensorflow.compat.v1.",
+               "tensorflow.compat.v1.nn."))
 
 
 def is_operation(name: str) -> bool:
