@@ -414,3 +414,68 @@ def test_espcn_pipeline_sizes_an_open_model_with_a_sub_pixel_output():
         [(d.code, d.message) for d in result.diagnostics]
     # the sub-pixel output (8, 300, 300, 1) is the step's: the loss reads it
     assert result.breakdowns[0].batch_known and not result.breakdowns[0].unknown_activations
+
+
+# Keras 3's fit takes a torch DataLoader on the torch backend
+TORCH_DATA = textwrap.dedent("""\
+    import torch
+    class Frames(torch.utils.data.Dataset):
+        def __init__(self, n):
+            self.x = np.zeros((n, 3, 20, 24), dtype="float32")
+            self.y = np.zeros((n,), dtype="int64")
+        def __len__(self):
+            return len(self.x)
+        def __getitem__(self, i):
+            return self.x[i], self.y[i]
+    """)
+TORCH_MODEL = textwrap.dedent("""\
+    model = keras.Sequential([keras.Input((3, 20, 24)), layers.Flatten(), layers.Dense(10)])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    """)
+
+
+@pytest.mark.parametrize("loader, batch, origin", [
+    ("torch.utils.data.DataLoader(Frames(100), batch_size=16, shuffle=True)", 16,
+     "DataLoader(batch_size=16) at line"),
+    ("torch.utils.data.DataLoader(Frames(100), 8)", 8, "DataLoader(batch_size=8) at line"),
+    ("torch.utils.data.DataLoader(Frames(100))", 1, "DataLoader()'s default batch_size=1"),
+    ("torch.utils.data.DataLoader(torch.utils.data.TensorDataset(np.zeros((50, 3, 20, 24)), "
+     "np.zeros((50,))), batch_size=5)", 5, "DataLoader(batch_size=5) at line"),
+])
+def test_a_torch_data_loader_gives_the_batch_and_the_samples(loader, batch, origin):
+    # it was "data whose batches are not known statically": no estimate
+    setup = setup_of(TORCH_DATA + f"loader = {loader}\n" + TORCH_MODEL + "model.fit(loader)\n")
+    assert setup.batch_size == batch
+    assert setup.batch_source.startswith(origin)
+    assert setup.data_shapes == [(3, 20, 24)]
+
+
+def test_a_torch_data_loader_whose_batches_are_not_known_gives_no_batch():
+    for loader in ("torch.utils.data.DataLoader(Frames(100), batch_size=None)",
+                   "torch.utils.data.DataLoader(Frames(100), batch_sampler=sampler)",
+                   "torch.utils.data.DataLoader(Frames(100), batch_size=cfg.batch)"):
+        setup = setup_of(TORCH_DATA + f"loader = {loader}\n" + TORCH_MODEL +
+                         "model.fit(loader)\n")
+        assert setup.batch_size is None, loader
+
+
+@pytest.mark.oracle
+def test_a_torch_data_loader_batches_as_memlint_reads_them():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    scope: dict = {"np": np, "torch": torch}
+    exec(compile(TORCH_DATA, "torch_data.py", "exec"), scope)  # the test's own source
+    for loader, shapes in (
+            (torch.utils.data.DataLoader(scope["Frames"](100), batch_size=16), (16, 3, 20, 24)),
+            (torch.utils.data.DataLoader(scope["Frames"](100)), (1, 3, 20, 24))):
+        x, y = next(iter(loader))
+        assert tuple(x.shape) == shapes and tuple(y.shape) == shapes[:1]
+    setup = setup_of(TORCH_DATA + "loader = torch.utils.data.DataLoader(Frames(100), "
+                     "batch_size=16)\n" + TORCH_MODEL + "model.fit(loader)\n")
+    assert (setup.batch_size, *setup.data_shapes[0]) == (16, 3, 20, 24)
+
+
+def test_a_torch_dataset_fed_without_a_data_loader_gives_no_batch():
+    # Keras refuses it; its samples must not be read as batches (3 channels, not 3 rows)
+    setup = setup_of(TORCH_DATA + TORCH_MODEL + "model.fit(Frames(100))\n")
+    assert setup.batch_size is None

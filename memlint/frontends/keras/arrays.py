@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from memlint.frontends.keras.values import (Array, BoundMethod, Ref, Tensor, Unknown,
                                             flatten_structure, is_unknown)
+from memlint.frontends.keras.values import call_arg as _arg
 
 __all__ = ["ITEMSIZE", "dtype_name", "itemsize", "element_count", "array_bytes", "promote",
            "broadcast", "binary", "unary", "compare", "getitem", "reshape", "get_attribute",
@@ -665,10 +666,6 @@ def get_attribute(array: Array, attr: str) -> Any:
     if attr == "T":
         return transpose(array)
     return BoundMethod(array, attr)
-
-
-def _arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
-    return args[index] if len(args) > index else kwargs.get(key, default)
 
 
 _REDUCTIONS = {"mean", "sum", "prod", "std", "var", "max", "min", "argmax", "argmin", "ptp"}

@@ -18,6 +18,7 @@ from typing import Any, Optional
 from memlint.frontends.keras import arrays
 from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.values import Array, Ref, Unknown, flatten_structure, is_unknown
+from memlint.frontends.keras.values import call_arg as _arg
 from memlint.ir import HostData, Location
 from memlint.records import record
 
@@ -94,12 +95,60 @@ def call(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return _keras_utility(interp, short, args, kwargs, loc)
     if name == "tensorflow_datasets.load":
         return _tfds_load(args, kwargs, loc)
+    if name in _TORCH_LOADERS:
+        return _torch_loader(interp, args, kwargs, loc, node)
+    if name in _TORCH_TENSOR_DATASETS:
+        return _tensor_dataset(args, loc)
     if name in ("keras.preprocessing.image.ImageDataGenerator",
                 "keras.src.legacy.preprocessing.image.ImageDataGenerator"):
         fmt = kwargs.get("data_format")
         return ImageGenerator(fmt if fmt in ("channels_first", "channels_last")
                               else interp.state.context.data_format)
     return NOT_DATA
+
+
+_TORCH_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+_TORCH_TENSOR_DATASETS = ("torch.utils.data.TensorDataset",
+                          "torch.utils.data.dataset.TensorDataset")
+
+
+def _torch_loader(interp, args: list, kwargs: dict, loc: Location, node) -> Any:
+    """``torch.utils.data.DataLoader(dataset, batch_size=1, ...)``, which Keras 3's fit takes
+    on the torch backend: batches of ``batch_size`` samples (1 unless given), each sample
+    what the dataset's ``__getitem__`` returns (a ``torch.utils.data.Dataset`` subclass of
+    the file, called on index 0, or a ``TensorDataset``'s rows)."""
+    where = f"DataLoader() at line {loc.line}"
+    source = _arg(args, kwargs, 0, "dataset")
+    batch = _arg(args, kwargs, 1, "batch_size", 1)
+    if isinstance(source, Dataset) and source.batch is None:
+        element, origin = source.element, f"{source.origin}, in {where}"
+    elif getattr(getattr(source, "cls", None), "data_kind", None) == "torch":
+        getitem = source.cls.methods.get("__getitem__")
+        sample = interp.call_function(getitem, [source, 0], {}, node) \
+            if getitem is not None else None
+        element = sample if sample is not None and not _has_unknown(sample) else \
+            Unknown(f"the samples of {source.cls.name} are not known statically")
+        origin = f"{source.cls.name}.__getitem__(0), in {where}"
+    else:
+        element, origin = Unknown("the samples of the DataLoader's dataset"), where
+    if kwargs.get("batch_sampler") is not None or batch is None:
+        batch, batch_origin = Unknown("the batches a batch sampler or batch_size=None "
+                                      "makes"), where
+    elif isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+        given = "batch_size" in kwargs or len(args) > 1
+        batch_origin = f"DataLoader(batch_size={batch}) at line {loc.line}" if given \
+            else f"DataLoader()'s default batch_size=1 at line {loc.line}"
+    else:
+        batch, batch_origin = Unknown(f"batch_size of {where} not known statically"), where
+    return Dataset(element, batch=batch, origin=origin, batch_origin=batch_origin)
+
+
+def _tensor_dataset(args: list, loc: Location) -> Any:
+    """``torch.utils.data.TensorDataset(x, y)``: samples are the tensors' rows."""
+    rows = [Array(tuple(a.shape[1:]), a.dtype) if isinstance(a, Array) and a.shape
+            else Unknown("a tensor of a TensorDataset not known statically") for a in args]
+    element = rows[0] if len(rows) == 1 else tuple(rows)
+    return Dataset(element, origin=f"TensorDataset() at line {loc.line}")
 
 
 def _tfds_load(args: list, kwargs: dict, loc: Location) -> Any:
@@ -452,8 +501,13 @@ def batches_of(interp, data: Any, node) -> Optional[Dataset]:
         yielded = first_yield(interp, data, node)
         return _from_batch(yielded, f"the first batch the generator "
                                     f"'{data.fn.name}' yields")
-    if isinstance(data, plain_objects.PlainObject) and data.cls is not None \
-            and getattr(data.cls, "data_kind", None):
+    kind = getattr(getattr(data, "cls", None), "data_kind", None) \
+        if isinstance(data, plain_objects.PlainObject) else None
+    if kind == "torch":  # Keras takes a DataLoader over it, not the dataset itself
+        return Dataset(Unknown(f"a torch Dataset ({data.cls.name}) fed without a DataLoader"),
+                       batch=Unknown("a torch Dataset fed without a DataLoader"),
+                       origin=data.cls.name)
+    if kind:
         return _from_pydataset(interp, data, node)
     return None
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from memlint.frontends.keras import models
 from memlint.frontends.keras.values import Tensor, Unknown
+from memlint.frontends.keras.values import call_arg as _arg
 
 _NAMES = ("obtain_input_shape", "_obtain_input_shape")
 _MODULES = ("keras.applications.imagenet_utils.", "keras_applications.imagenet_utils.")
@@ -32,10 +33,6 @@ _MODULES = ("keras.applications.imagenet_utils.", "keras_applications.imagenet_u
 _STEMS = ("keras.", "keras_applications.")
 _ORDERINGS = {"th": "channels_first", "tf": "channels_last"}
 MAX_SOURCE_WALK = 100_000  # layer calls get_source_inputs walks back through
-
-
-def _arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
-    return args[index] if len(args) > index else kwargs.get(key, default)
 
 
 def obtain_input_shape(args: list, kwargs: dict) -> Any:

@@ -33,7 +33,8 @@ class PlainClass:
     is_dataclass: bool = False
     properties: set = field(default_factory=set)  # methods decorated with @property
     static: set = field(default_factory=set)  # @staticmethod / @classmethod: no ``self``
-    data_kind: Optional[str] = None  # "PyDataset" / "Sequence": a Keras data source class
+    # "PyDataset" / "Sequence": a Keras data source class; "torch": a torch Dataset
+    data_kind: Optional[str] = None
 
 
 @record(eq=False)
@@ -63,7 +64,9 @@ class ArgumentParser:
 _MISSING = Unknown("a dataclass field without a default")
 # Keras data classes a plain class of the file may derive from (its batches feed a model)
 _DATA_BASES = {"keras.utils.PyDataset": "PyDataset", "keras.utils.Sequence": "Sequence",
-               "keras.utils.data_utils.Sequence": "Sequence"}
+               "keras.utils.data_utils.Sequence": "Sequence",
+               # samples one by one, batched by a torch DataLoader (data._torch_loader)
+               "torch.utils.data.Dataset": "torch", "torch.utils.data.dataset.Dataset": "torch"}
 
 
 def define_plain_class(interp, stmt: cst.ClassDef) -> Optional[PlainClass]:

@@ -24,6 +24,11 @@ def is_unknown(value: Any) -> bool:
     return isinstance(value, Unknown)
 
 
+def call_arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
+    """A call's argument given by position ``index`` or keyword ``key`` (else ``default``)."""
+    return args[index] if len(args) > index else kwargs.get(key, default)
+
+
 @record(frozen=True)
 class Ref:
     """A module, class or function of a library, by canonical dotted name."""
