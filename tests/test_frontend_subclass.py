@@ -752,6 +752,25 @@ def test_a_gan_step_sees_the_batch_as_a_tensor_not_a_tuple():
     assert breakdown.batch_known and not breakdown.unknown_activations
 
 
+def test_a_gan_whose_discriminator_sees_real_and_generated_images_together_has_no_verdict():
+    # keras.io's DCGAN: tf.concat([generated, real], axis=0) feeds the discriminator a
+    # batch of twice the size; that call was sized at one batch, and with the concatenation
+    # not sized it was left out of the estimate: both could say "fits" for a step that does
+    # not.  The estimate is now a lower bound with the call named, and no "fits".
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    source = GAN.replace(
+        "            loss = tf.reduce_mean(self.d(self.g(z))) - tf.reduce_mean(self.d(real))\n",
+        "            both = tf.concat([self.g(z), real], axis=0)\n"
+        "            loss = tf.reduce_mean(self.d(both))\n")
+    assert source != GAN
+    result = analyze_text(HEADER + source, "gan.py", Settings(gpu="16GiB"))
+    assert result.breakdowns[0].unknown_activations == ["d"]
+    codes = [(d.code, d.message) for d in result.diagnostics]
+    assert any(code == "MEM005" for code, _ in codes), codes
+    assert any("concatenation along the batch axis" in message for _, message in codes), codes
+
+
 # keras.io's triplet-loss siamese network: call() and a train_step() of its own that hands
 # the batch of three images to an inner model without calling the model itself
 SIAMESE = (

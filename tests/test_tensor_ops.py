@@ -112,6 +112,21 @@ def test_depth_to_space_inputs_refused_raise(name, args, kwargs):
         operation_shape(name, args, kwargs)
 
 
+def test_a_concatenation_along_the_batch_axis_is_not_sized():
+    # two views of a batch into one encoder batch: every later tensor holds two batches,
+    # which memlint's sizes (one batch) would halve
+    for name in ("keras.ops.concatenate", "tensorflow.concat"):
+        with pytest.raises(UnresolvedArgument, match="more than one batch"):
+            operation_shape(name, [[IMAGES, IMAGES]], {"axis": 0})
+    with pytest.raises(UnresolvedArgument):
+        operation_shape("keras.ops.concatenate", [[IMAGES, Tensor((8, 32, 32, 3))], 0], {})
+    # along another axis, or of tensors of known rows, it is sized
+    assert operation_shape("keras.ops.concatenate", [[IMAGES, IMAGES]], {"axis": -1})[1] == \
+        (None, 32, 32, 6)
+    assert operation_shape("keras.ops.concatenate", [[Tensor((4, 6)), Tensor((2, 6))]],
+                           {"axis": 0})[1] == (6, 6)
+
+
 def test_extract_patches_with_unknown_sizes_or_channels_first_is_unresolved():
     with pytest.raises(UnresolvedArgument):
         operation_shape("keras.ops.image.extract_patches", [IMAGES, 4],
@@ -138,3 +153,33 @@ def test_operations_take_names_from_the_layer_counter():
     assert [l.name for l in models["n"].layers] == ["input_layer", "concatenate_1"]
     assert models["n"].layers[-1].output_shape == (None, 4, 24)
     assert models["m"].layers[-1].output_shape == (None, 4, 3)
+
+
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("keras.ops.reshape", [X, (-1, 6)], {}),  # four rows per sample into the batch axis
+    ("keras.ops.reshape", [Tensor((None, None, 6)), (-1, 6)], {}),  # time into the batch
+    ("tensorflow.reshape", [X, (-1, 12)], {}),
+    ("keras.ops.tile", [X, (2, 1, 1)], {}),
+    ("keras.ops.repeat", [X, 2], {"axis": 0}),
+])
+def test_reshapes_and_repeats_that_grow_the_batch_axis_are_not_sized(name, args, kwargs):
+    with pytest.raises(UnresolvedArgument):
+        operation_shape(name, args, kwargs)
+
+
+def test_reshapes_that_keep_or_merge_samples_are_sized():
+    # the batch rows stay (or fewer rows: sized at the batch, an over-estimate)
+    assert operation_shape("keras.ops.reshape", [X, (-1, 24)], {})[1] == (None, 24)
+    assert operation_shape("keras.ops.reshape", [X, (-1, 2, 12)], {})[1] == (None, 2, 12)
+    assert operation_shape("keras.ops.reshape", [X, (-1, 48)], {})[1] == (None, 48)
+    assert operation_shape("keras.ops.tile", [X, (1, 2, 1)], {})[1] == (None, 8, 6)
+
+
+def test_a_concatenate_layer_along_the_batch_axis_is_not_sized():
+    source = ("import keras\nfrom keras import layers\n"
+              "a = keras.Input((8,))\nb = keras.Input((8,))\n"
+              "both = layers.Concatenate(axis=0)([a, b])\n"
+              "m = keras.Model([a, b], layers.Dense(4)(both))\n")
+    (graph,) = analyze_source(source, "f.py").models
+    assert graph.layers[2].unresolved and "more than one batch" in graph.layers[2].unresolved
+    assert graph.layers[3].output_shapes in ([], [None])

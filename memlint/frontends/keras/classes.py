@@ -582,6 +582,9 @@ def _train_step_output(layer: ClassLayer, step, shapes: Any, node) -> Any:
         "model call it makes (calls outside a GradientTape, or under a second one, are counted "
         "as if trained together: an over-estimate)")
     last, index = calls[-1]
+    if last.calls[index].output_shape is None:
+        return Tensor(None, reason=f"the last call its train_step() makes, of {last.name}, "
+                                   "is of a size not known statically")
     return output_tensors(last, index)
 
 
@@ -650,8 +653,7 @@ def _shape_of(out: Any, obj: ClassObject) -> Any:
     if flat and all(isinstance(t, Tensor) and t.shape is not None for t in flat):
         return [tuple(t.shape) for t in flat]
     bad = next((t for t in flat if not isinstance(t, Tensor) or t.shape is None), out)
-    reason = bad.reason if isinstance(bad, Tensor) and bad.reason else \
-        getattr(bad, "reason", "its call() result is not known statically")
+    reason = getattr(bad, "reason", "") or "its call() result is not known statically"
     raise ClassUnresolved(f"{obj.cls.name}.call(): {reason}")
 
 

@@ -109,8 +109,11 @@ def _mark_part(model, graph, used: list, graphs: list) -> None:
         own = _layer_ids(model)
         outer = [other.name for ids, other in used if other is not graph and own & ids]
     else:
+        # a call of it whose size is not known (on a tensor of unknown shape) is a call all
+        # the same: the other model's estimate is incomplete, and one of this model alone,
+        # on assumed settings, no better
         outer = [other.name for other in graphs if other is not graph and any(
-            layer.name == graph.name and any(c is not None for c in layer.inner_calls)
+            layer.name == graph.name and (layer.inner_calls or layer.input_shapes)
             for layer in other.layers)]
     graph.setup.part_of = list(dict.fromkeys(outer))
 

@@ -376,6 +376,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
     if unknown is not None or isinstance(layer, OpaqueLayer):
         reason = _unknown_reason(layer, unknown)
         layer.calls.append(CallRecord(None, None, parents))
+        _note_call(state, layer)  # a traced step's call of unknown size: not left out
         return Tensor(None, (layer, len(layer.calls) - 1, 0), reason=reason)
     shapes = [t.shape for t in tensors] if isinstance(inputs, list) else tensors[0].shape
     if isinstance(layer, ModelLayer):

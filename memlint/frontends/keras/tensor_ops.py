@@ -15,7 +15,9 @@ import math
 from typing import Any, Callable, Optional
 
 from memlint.frontends.keras.values import Tensor, Unknown
-from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
+from memlint.frontends.keras.values import call_arg as _arg
+from memlint.layers.base import (LayerError, UnresolvedArgument, format_shape,
+                                 refuse_batch_concatenation)
 
 Rule = Callable[[list, dict], Any]
 
@@ -29,10 +31,6 @@ def _register(names: str, stem: Optional[str], rule: Rule, prefixes=_PREFIXES) -
     for name in names.split():
         for prefix in prefixes:
             OPERATIONS[prefix + name] = (stem or name, rule)
-
-
-def _arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
-    return args[index] if len(args) > index else kwargs.get(key, default)
 
 
 def _shape_of(value: Any) -> tuple:
@@ -134,6 +132,11 @@ def _reshape(args, kwargs):
                 raise UnresolvedArgument("newshape", "the inferred dimension is not known")
             dims[i] = total // known
         else:
+            if shape and shape[0] is None and (total is None or known % total):
+                # (batch, 4, 16) -> (-1, 16): four rows per sample, a tensor of several
+                # batches that memlint would size at one
+                raise UnresolvedArgument("newshape", "the reshape folds axes into the batch "
+                                                     "axis, which memlint does not size")
             dims[i] = None  # the batch dimension
     return tuple(dims)
 
@@ -185,6 +188,7 @@ def _concatenate(args, kwargs):
     for s in shapes:
         size = None if size is None or s[axis] is None else size + s[axis]
     rest = broadcast(*[s[:axis] + (1,) + s[axis + 1:] for s in shapes])
+    refuse_batch_concatenation(shapes, axis)
     return rest[:axis] + (size,) + rest[axis + 1:]
 
 
@@ -255,7 +259,16 @@ def _tile(args, kwargs):
     rank = max(len(shape), len(reps))
     shape = (1,) * (rank - len(shape)) + tuple(shape)
     reps = (1,) * (rank - len(reps)) + tuple(reps)
+    _refuse_batch_growth(any(d is None and r > 1 for d, r in zip(shape, reps)), "tile")
     return tuple(None if d is None else d * r for d, r in zip(shape, reps))
+
+
+def _refuse_batch_growth(grows: bool, what: str) -> None:
+    """A tile or repeat of the batch axis (or of another axis of unknown size) makes a
+    tensor of several batches, which memlint would size at one."""
+    if grows:
+        raise UnresolvedArgument("repeats", f"{what}() repeats the batch axis (or another "
+                                            "of unknown size), which memlint does not size")
 
 
 def _repeat(args, kwargs):
@@ -265,6 +278,7 @@ def _repeat(args, kwargs):
     if not isinstance(times, int) or axis is None:
         raise UnresolvedArgument("repeats", "only an int repeat along one axis is evaluated")
     a = _axis(axis, len(shape))
+    _refuse_batch_growth(shape[a] is None and times > 1, "repeat")
     return shape[:a] + (None if shape[a] is None else shape[a] * times,) + shape[a + 1:]
 
 
