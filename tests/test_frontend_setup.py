@@ -114,6 +114,16 @@ def test_fit_batch_size_and_default():
     assert setup.mode == "train"
 
 
+def test_a_batch_size_that_is_no_count_of_samples_is_named():
+    for given in ("0", "-8", "32.0"):
+        setup = setup_of(f"model.fit(np.zeros((64, 4)), np.zeros((64, 2)), batch_size={given})\n")
+        assert setup.batch_size is None
+        assert setup.batch_source == (f"unknown: batch_size={given} given to fit() at line 5 "
+                                      "is not a positive int; pass --batch-size")
+    setup = setup_of("model.fit(np.zeros((64, 4)), np.zeros((64, 2)), batch_size=cfg.bs)\n")
+    assert "is not known statically" in setup.batch_source
+
+
 def test_train_on_batch_takes_the_data_rows():
     setup = setup_of("x = np.random.rand(3, 4)\nmodel.train_on_batch(x, np.zeros((3, 2)))\n")
     assert setup.batch_size == 3 and "train_on_batch" in setup.batch_source

@@ -152,8 +152,13 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         return
     if batch is not None:  # given, but not a count memlint knows: not Keras's default
         setup.batch_size = None
-        setup.batch_source = f"unknown: the batch_size given to {method}() at line " \
-                             f"{loc.line} is not known statically; pass --batch-size"
+        if isinstance(batch, (int, float)):  # batch_size=0, -1 or 32.0: not a count
+            why = f"batch_size={batch!r} given to {method}() at line {loc.line} is not a " \
+                  "positive int"
+        else:
+            why = f"the batch_size given to {method}() at line {loc.line} is not known " \
+                  "statically"
+        setup.batch_source = f"unknown: {why}; pass --batch-size"
         return
     if method == "fit" and target is None and data is not None and not arrays:
         # fit(x) alone on something not known to be arrays: a dataset, generator or
