@@ -2458,3 +2458,19 @@ def test_a_time_distributed_dense_output_writes_its_steps_beside_the_predictions
                  compute_capability="9.0")
     assert abs(b.peak - plan_peak) / plan_peak <= 0.01
     assert "time_distributed time-major steps" in _tensors(b)
+
+
+@pytest.mark.parametrize("profile", [None, XLA, TF_GRAPH, TORCH],
+                         ids=["default", "xla", "tf-graph", "torch"])
+def test_calls_of_several_batches_are_sized_as_that_many_batches(profile):
+    # a discriminator run on real and generated images joined (LayerNode.call_batches):
+    # every call holding two batches of 4 is the step at batch 8, but for the input batch,
+    # which is the data's (one batch)
+    kw = {} if profile is None else {"profile": profile}
+    graph = graph_of(CONV, batch=4)
+    doubled = replace(graph, layers=[replace(layer, call_batches=[2]) for layer in graph.layers])
+    at_eight = estimate(graph_of(CONV, batch=8), **kw)
+    got = estimate(doubled, **kw)
+    assert parts(got)["input batch"] == parts(at_eight)["input batch"] // 2 == 4 * 8 * 8 * 3 * 4
+    assert got.peak + parts(got)["input batch"] == at_eight.peak
+    assert got.peak > estimate(graph, **kw).peak

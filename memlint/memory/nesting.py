@@ -62,10 +62,13 @@ class _Opener:
         self.unmapped = set()  # the layers called by a layer class's call() (InnerCalls)
 
     def visit(self, node, c: int, refs: list, frozen: bool, prefix: str = "",
-              mapped: bool = True) -> list:
+              mapped: bool = True, batches: int = 1) -> list:
         """Emit one call of ``node`` (opened when its inside is known); its outputs as
-        references.  ``mapped``: the call that runs it is a model's (a tensor map)."""
+        references.  ``mapped``: the call that runs it is a model's (a tensor map);
+        ``batches``: how many batches the call that runs it holds (the calls inside hold as
+        many times theirs)."""
         name = prefix + node.name
+        batches *= node.batches_of(c)
         if not mapped:
             self.unmapped.add(name)
         inner = node.inner_calls[c] if c < len(node.inner_calls) else None
@@ -89,7 +92,7 @@ class _Opener:
                 if not raw:
                     sub_refs = list(refs)
                 made[(sub.name, sid)] = self.visit(sub, 0, sub_refs, frozen, name + "/",
-                                                   inner.mapped)
+                                                   inner.mapped, batches)
             outputs = []
             for out_name, out_call, out_index in inner.outputs:
                 outs = made.get((out_name, out_call)) or []
@@ -99,22 +102,23 @@ class _Opener:
         uid = next(self.uids)
         in_shape = node.input_shapes[c] if c < len(node.input_shapes) else None
         out_shape = node.output_shapes[c] if c < len(node.output_shapes) else None
-        self.records.append((name, uid, node, frozen, in_shape, out_shape, refs))
+        self.records.append((name, uid, node, frozen, in_shape, out_shape, refs, batches))
         count = max(len(as_shape_list(out_shape)), 1) if out_shape is not None else 1
         return [(name, uid, k) for k in range(count)]
 
     def nodes(self, top: dict) -> list:
         """The opened graph's nodes: one per name, with a call per record."""
         out, by_name, index = [], {}, {}
-        for name, uid, node, frozen, in_shape, out_shape, _ in self.records:
+        for name, uid, node, frozen, in_shape, out_shape, _, batches in self.records:
             target = by_name.get(name)
             if target is None:
                 target = replace(node, name=name, input_shapes=[], output_shapes=[],
-                                 inbound=[], inner_calls=[],
+                                 inbound=[], inner_calls=[], call_batches=[],
                                  weights=_frozen(node.weights) if frozen else node.weights)
                 by_name[name] = target
                 out.append(target)
             index[uid] = len(target.inbound)
+            target.call_batches.append(batches)
             target.input_shapes.append(in_shape)
             if out_shape is not None:
                 target.output_shapes.append(out_shape)
@@ -134,9 +138,12 @@ class _Opener:
                 return (ref[0], index[ref[1]], ref[2])
             return ref
 
-        for name, uid, _, _, _, _, refs in self.records:
+        for name, uid, _, _, _, _, refs, _ in self.records:
             resolved = [resolve(r) for r in refs]
             by_name[name].inbound[index[uid]] = [r for r in resolved if r is not None]
+        for target in out:
+            if all(b == 1 for b in target.call_batches):
+                target.call_batches = []
         return out
 
 

@@ -164,6 +164,9 @@ class Walk(XlaFusion):
         self.profile = profile
         self.prec = prec
         self.batch = batch
+        # how many batches the call being walked holds (LayerNode.call_batches): every
+        # tensor it sizes holds that many times a batch's rows
+        self.factor = 1
         self.train = setup.mode == "train"
         self.round = profile.round_bytes
         self.stop_at = stop_at
@@ -252,18 +255,18 @@ class Walk(XlaFusion):
 
     # ------------------------------------------------------------------ sizes
 
-    @staticmethod
-    def sizes(layer, out, element_bytes: int) -> list:
-        """(per sample, fixed) bytes of each tensor of one call's output (None if unknown)."""
+    def sizes(self, layer, out, element_bytes: int) -> list:
+        """(per sample, fixed) bytes of each tensor of one call's output (None if unknown),
+        at the batches the call being walked holds."""
         one = output_bytes(layer, out, 1, element_bytes)
         two = output_bytes(layer, out, 2, element_bytes)
-        return [None if x is None or y is None else (y - x, 2 * x - y)
+        return [None if x is None or y is None else ((y - x) * self.factor, 2 * x - y)
                 for x, y in zip(one, two)]
 
-    @staticmethod
-    def shape_size(shape, item: int, per_batch: bool = True) -> Optional[tuple]:
+    def shape_size(self, shape, item: int, per_batch: bool = True) -> Optional[tuple]:
         """(per sample, fixed) bytes of a tensor of ``shape`` (batch first when
-        ``per_batch``); None when a dimension is unknown."""
+        ``per_batch``, at the batches the call being walked holds); None when a dimension
+        is unknown."""
         if shape is None:
             return None
         dims = list(shape)
@@ -274,7 +277,7 @@ class Walk(XlaFusion):
         n = 1
         for d in rest:
             n *= d
-        return (n * item, 0) if batched else (0, n * item)
+        return (n * item * self.factor, 0) if batched else (0, n * item)
 
     def item(self, dtype: str) -> int:
         return {"compute": self.compute_bytes, "float32": 4,
@@ -446,7 +449,9 @@ class Walk(XlaFusion):
             layer = layers[li]
             if layer.type in INPUT_TYPES or ci >= len(layer.output_shapes):
                 continue
+            self.factor = layer.batches_of(ci)
             sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
+            self.factor = 1
             out += [size for k, size in enumerate(sizes) if self.is_output(layer, li, ci, k)]
         return out
 
@@ -519,6 +524,16 @@ class Walk(XlaFusion):
         return t
 
     def forward(self, layer, li: int, ci: int, input_keys: list):
+        self.factor = layer.batches_of(ci)
+        try:
+            call = self.forward_call(layer, li, ci, input_keys)
+        finally:
+            self.factor = 1
+        if call is not None:
+            call.batches = layer.batches_of(ci)
+        return call
+
+    def forward_call(self, layer, li: int, ci: int, input_keys: list):
         prec = self.prec
         kind = REGISTRY.get(layer.type)
         ins = [self.tensor(k, layer, ci, p) for p, k in enumerate(input_keys)]
@@ -1033,6 +1048,13 @@ class Walk(XlaFusion):
     # ------------------------------------------------------------------ backward
 
     def backward(self, call: "_Call") -> None:
+        self.factor = call.batches
+        try:
+            self.backward_call(call)
+        finally:
+            self.factor = 1
+
+    def backward_call(self, call: "_Call") -> None:
         layer = call.layer
         name = layer.name
         li = self.by_name[name]
@@ -1621,6 +1643,7 @@ class _Call:
         # XLA: its activation's backward reads its output and writes a buffer of its own
         self.select_reads_output = False
         self.kernel_merged = False  # its kernel's gradient made by a sibling's product
+        self.batches = 1  # how many batches its tensors hold (LayerNode.call_batches)
 
 
 def _writes_activation(layer) -> bool:

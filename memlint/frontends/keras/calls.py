@@ -13,13 +13,13 @@ from typing import Any
 
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, shape_attrs, tensor_ops, training_loops)
-from memlint.frontends.keras import application_preprocessing, applications, arrays
+from memlint.frontends.keras import application_preprocessing, applications, arrays, batches
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
-from memlint.frontends.keras.values import (Array, BoundMethod, FunctionalModel, LayerRef,
-                                            ModelLayer, ModuleValue, OpaqueLayer, Optimizer,
-                                            Partial, Policy, Ref, SequentialModel, Tensor,
-                                            Unknown, UserFunction, flatten_structure,
+from memlint.frontends.keras.values import (Array, Batches, BoundMethod, FunctionalModel,
+                                            LayerRef, ModelLayer, ModuleValue, OpaqueLayer,
+                                            Optimizer, Partial, Policy, Ref, SequentialModel,
+                                            Tensor, Unknown, UserFunction, flatten_structure,
                                             is_hashable, is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.ir import OptimizerSpec
@@ -172,6 +172,10 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return call_ref(interp, func.name, args, kwargs, node)
     if isinstance(func, BoundMethod):
         return call_method(interp, func.obj, func.method, args, kwargs, node)
+    if isinstance(func, _LAYER_LIKE) and batches.has_batches([args, kwargs]):
+        # a discriminator run on real and generated images joined
+        return batches.run_on([args, kwargs], lambda both: call(
+            interp, func, both[0], both[1], node), f"a call of {type(func).__name__}")
     if isinstance(func, (LayerRef, SequentialModel, FunctionalModel)) and args \
             and isinstance(args[0], Array):  # preprocessing data: ``ds.map(augment)``
         if isinstance(func, (SequentialModel, FunctionalModel)) and \
@@ -214,6 +218,11 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
                                   "a class defined in this file, not evaluated")
         return result
     return Unknown("call of a value that is not callable statically")
+
+
+# what, called on a tensor, is a layer call (runs on each part of a tensor of several batches)
+_LAYER_LIKE = (LayerRef, OpaqueLayer, SequentialModel, FunctionalModel, ModelLayer,
+               classes.ClassObject, classes.ClassLayer)
 
 
 def _has_tensor(args: list, kwargs: dict) -> bool:
@@ -360,7 +369,7 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         except (ValueError, OverflowError, TypeError):
             return Unknown(f"{name}() failed on these arguments")
     if tensor_ops.is_operation(name) and any(
-            isinstance(v, Tensor) for v in flatten_structure([args, kwargs])):
+            isinstance(v, (Tensor, Batches)) for v in flatten_structure([args, kwargs])):
         return models.apply_operation(interp, name, args, kwargs, node)
     result = Unknown(f"call to {name} is not evaluated")
     if short[:1].isupper():  # a class: if it is used as a layer, it is a custom layer

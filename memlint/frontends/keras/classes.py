@@ -512,6 +512,12 @@ def model_graph(state, obj: ClassObject, input_override=None):
     if obj.as_layer is not None and obj.as_layer.calls:  # operations after the last layer
         returned = [p for p in obj.as_layer.calls[0].returned_by if p]
         graph.operations += [op for op, _, _ in collect.before(returned)]
+        if obj.as_layer.calls[0].output_shape is None:
+            # what its call() returns is not known (an operation memlint does not evaluate
+            # after the last layer): the step's tensors from there on are not counted
+            graph.operations.append(LayerNode(
+                name=f"{obj.cls.name}.call() result", type="Unknown", location=obj.location,
+                unresolved=obj.as_layer.error or "not known statically"))
     return graph
 
 

@@ -14,9 +14,9 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras import calls, devices, models, star_imports
-from memlint.frontends.keras import arrays
+from memlint.frontends.keras import arrays, batches
 from memlint.frontends.keras.state import MAX_SEQUENCE
-from memlint.frontends.keras.values import Array
+from memlint.frontends.keras.values import Array, Batches
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
                                             Ref, SequentialModel, Tensor, Unknown,
                                             UserFunction, is_hashable, is_unknown)
@@ -266,6 +266,9 @@ class ExpressionEvaluator:
 
     def binary(self, left: Any, right: Any, op_node: cst.CSTNode, node: cst.CSTNode) -> Any:
         """``left <op> right`` on plain values, guarded against huge results."""
+        if isinstance(left, Batches) or isinstance(right, Batches):
+            return batches.run_on([left, right], lambda both: self.binary(
+                both[0], both[1], op_node, node), "an operator")
         if isinstance(left, Tensor) or isinstance(right, Tensor):
             op_type = next((name for cls, name in _TENSOR_OPS.items()
                             if isinstance(op_node, _aug_base(cls))), None)

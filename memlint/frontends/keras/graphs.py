@@ -105,11 +105,18 @@ def _node(layer, call_indices: list) -> LayerNode:
                 config=config, weights=weights, inner_shapes=inner,
                 input_shapes=[r.input_shapes for r in records],
                 output_shapes=[r.output_shape for r in records if r.output_shape is not None]
-                if unresolved is None else [], unresolved=unresolved, kind=kind)
+                if unresolved is None else [], unresolved=unresolved, kind=kind,
+                call_batches=call_batches(records))
     if unresolved is None and isinstance(layer, (classes.ClassLayer, ModelLayer)):
         made.inner_calls = [inner_calls(layer, r, lambda sub, i: _node(sub, [i]))
                             for r in records]
     return made
+
+
+def call_batches(records: list) -> list:
+    """``LayerNode.call_batches`` of these calls: empty when each holds one batch."""
+    counts = [getattr(r, "batches", 1) for r in records]
+    return counts if any(c != 1 for c in counts) else []
 
 
 def _own_output(model) -> Any:

@@ -7,12 +7,12 @@ from dataclasses import field, replace
 from typing import Any, Optional
 
 import memlint.layers as registry
-from memlint.frontends.keras import classes, compiled, data, operations, tensor_ops
+from memlint.frontends.keras import batches, classes, compiled, data, operations, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
-                                            OpaqueLayer, Partial, SequentialModel, Tensor,
-                                            TensorOp, Unknown, UserFunction, flatten_structure,
-                                            is_unknown)
+from memlint.frontends.keras.values import (Array, Batches, FunctionalModel, LayerRef,
+                                            ModelLayer, OpaqueLayer, Partial, SequentialModel,
+                                            Tensor, TensorOp, Unknown, UserFunction,
+                                            flatten_structure, is_unknown)
 from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, model_layers,
                                             nested_output, sequential_input,
                                             sequential_step)
@@ -47,6 +47,9 @@ class CallRecord:
     free: list = field(default_factory=list)
     # a traced call(): what made each tensor it returned (None where nothing recorded did)
     returned_by: list = field(default_factory=list)
+    # how many batches its tensors hold along the first axis (a discriminator run on real
+    # and generated images joined: 2; frontends/keras/batches.py)
+    batches: int = 1
 
 
 # ---------------------------------------------------------------------- creation
@@ -543,6 +546,19 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     of the graph (named from the shared counter outside a traced call), not a layer."""
     state = interp.state
     loc = interp.location(node)
+    if batches.is_join(name):
+        joined = batches.join(args, kwargs)
+        if joined is not None:
+            return _batches_op(interp, "ConcatenateBatches", "concatenate", *joined, loc)
+    if batches.is_split(name):
+        whole = batches.split(args, kwargs)
+        if whole is not None:  # back into its batches: ``z1, z2 = ops.split(z, 2, axis=0)``
+            return _batches_op(interp, "Split", "split", [whole.tensor], whole.count, loc)
+    if batches.has_batches([args, kwargs]):
+        if not tensor_ops.is_elementwise(name):
+            return Unknown(f"{name}() of a tensor of several batches")
+        return batches.run_on([args, kwargs], lambda both: apply_operation(
+            interp, name, both[0], both[1], node), f"{name}()")
     tensors = [t for t in flatten_structure([args, kwargs]) if isinstance(t, Tensor)]
     parents = [t.producer for t in tensors if t.producer]
     try:
@@ -565,6 +581,25 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if isinstance(out, list):
         return [Tensor(shape, (op, 0, i)) for i, shape in enumerate(out)]
     return Tensor(out, (op, 0, 0))
+
+
+def _batches_op(interp, op_type: str, stem: str, tensors: list, count: int,
+                loc: Location) -> Any:
+    """A concatenation along the batch axis of ``tensors`` (one batch's shape) into one of
+    ``count`` batches, or (``Split``) a tensor of ``count`` batches back into as many one-
+    batch tensors: one operation whose call holds ``count`` batches (:mod:`.batches`)."""
+    state = interp.state
+    op = TensorOp(op_type, "" if getattr(interp, "tracing", 0) else state.unique_name(stem),
+                  loc)
+    shape = tuple(tensors[0].shape)
+    out = [shape] * count if op_type == "Split" else shape
+    op.calls.append(CallRecord([tuple(t.shape) for t in tensors], out,
+                               [t.producer for t in tensors if t.producer],
+                               free=_free_shapes(tensors), batches=count))
+    _collect_operation(state, op, out, tensors)
+    if op_type == "Split":  # each output sized as the call's: an over-estimate of them
+        return [Tensor(shape, (op, 0, i)) for i in range(count)]
+    return Batches(Tensor(shape, (op, 0, 0)), count)
 
 
 def _note_call(state, layer) -> None:

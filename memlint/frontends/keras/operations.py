@@ -115,7 +115,8 @@ def node(op: TensorOp, call: int, names: Callable, shape_of: Optional[Callable] 
         ins = ins[0]  # one operand: a layer's single input
     return LayerNode(name=names(op), type=op.type, location=op.location, config=dict(config),
                      input_shapes=[ins],
-                     output_shapes=[out], inbound=[refs(record.parents, names)], kind=kind)
+                     output_shapes=[out], inbound=[refs(record.parents, names)], kind=kind,
+                     call_batches=[record.batches] if record.batches != 1 else [])
 
 
 # What an operation's backward reads of its forward, beside the kinds above (the gradient of
@@ -127,7 +128,7 @@ _READS_NOTHING = frozenset((
     "Add", "Subtract", "Negative", "Reshape", "ExpandDims", "Squeeze", "Transpose",
     "Concatenate", "Stack", "Split", "GetItem", "Pad", "Tile", "Repeat", "Flip", "Sum",
     "Mean", "Cast", "StopGradient", "ZerosLike", "OnesLike", "Cumsum", "DepthToSpace",
-    "SpaceToDepth"))
+    "SpaceToDepth", "ConcatenateBatches"))
 _READS_INPUT = frozenset((
     "Log", "Square", "Erf", "Absolute", "Sin", "Cos", "Clip", "Normalize", "Max", "Min",
     "Prod", "Std", "Var", "Logsumexp"))

@@ -487,6 +487,13 @@ def is_operation(name: str) -> bool:
     return name in OPERATIONS
 
 
+def is_elementwise(name: str) -> bool:
+    """Whether the operation keeps its operands' shape, element by element (an activation,
+    ``x * y``): applied to each part of a tensor of several batches it makes the parts of
+    its result."""
+    return name in OPERATIONS and OPERATIONS[name][1] in (_same, _binary)
+
+
 def operation_shape(name: str, args: list, kwargs: dict) -> tuple:
     """(operation name stem, output shape or list of shapes) for ``name(*args, **kwargs)``;
     raises UnresolvedArgument / LayerError.  Tensors are given as :class:`Tensor`."""

@@ -48,6 +48,15 @@ class Tensor:
     reason: str = ""  # why the shape is unknown
 
 
+@record(eq=False)
+class Batches:
+    """A tensor of several batches along its first axis (``tf.concat([fake, real], axis=0)``):
+    a tensor of one batch's shape and how many batches it holds (:mod:`.batches`)."""
+
+    tensor: Tensor
+    count: int
+
+
 @record
 class Array:
     """A NumPy array whose shape is known (``np.random.rand(1, 16, 16, 1)``), with its
