@@ -97,11 +97,13 @@ class LayerNode:
     # class that builds itself; None: ``type`` is its kind
     kind: Optional[str] = None
     # per call: how many batches its tensors hold along their first axis (a discriminator
-    # run on real and generated images joined: 2); empty when every call holds one
+    # run on real and generated images joined: 2; 0: a number not known, its tensors not
+    # sized); empty when every call holds one
     call_batches: list = field(default_factory=list)
 
     def batches_of(self, call: int) -> int:
-        """How many batches call ``call``'s tensors hold (1 unless ``call_batches`` says)."""
+        """How many batches call ``call``'s tensors hold (1 unless ``call_batches`` says;
+        0: not known)."""
         return self.call_batches[call] if call < len(self.call_batches) else 1
 
     @property

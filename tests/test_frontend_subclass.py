@@ -943,3 +943,21 @@ def test_a_train_step_that_never_calls_the_model_gets_the_whole_batch():
 def test_a_train_step_that_never_calls_the_model_matches_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, HEADER + SIAMESE)
+
+
+def test_frames_folded_into_the_batch_axis_hold_that_many_batches():
+    # a TimeDistributed written by hand: (batch, 6, ...) -> (-1, ...) for a 2-D encoder and
+    # back; the encoder's tensors were sized at one batch (a sixth of them)
+    from memlint.frontends.keras import analyze_source
+    source = (HEADER + "from keras import ops\n"
+              "frames = keras.Input((6, 8, 8, 3))\n"
+              "x = layers.Conv2D(4, 3)(ops.reshape(frames, (-1, 8, 8, 3)))\n"
+              "x = layers.GlobalAveragePooling2D()(x)\n"
+              "x = layers.LSTM(2)(ops.reshape(x, (-1, 6, 4)))\n"
+              "model = keras.Model(frames, x)\n")
+    (graph,) = analyze_source(source, "f.py").models
+    assert [(n.name, n.output_shapes, n.call_batches) for n in graph.layers] == [
+        ("input_layer", [(None, 6, 8, 8, 3)], []), ("conv2d", [(None, 6, 6, 4)], [6]),
+        ("global_average_pooling2d", [(None, 4)], [6]), ("lstm", [(None, 2)], [])]
+    assert [(op.type, op.output_shapes, op.call_batches) for op in graph.operations] == [
+        ("Reshape", [(None, 8, 8, 3)], [6]), ("Reshape", [(None, 6, 4)], [])]

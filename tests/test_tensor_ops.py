@@ -112,11 +112,12 @@ def test_depth_to_space_inputs_refused_raise(name, args, kwargs):
         operation_shape(name, args, kwargs)
 
 
-def test_a_concatenation_along_the_batch_axis_is_not_sized():
-    # two views of a batch into one encoder batch: every later tensor holds two batches,
-    # which memlint's sizes (one batch) would halve
+def test_the_rule_of_a_concatenation_along_the_batch_axis_sizes_no_batch():
+    # the rule alone: one batch's shape would halve two batches (memlint's interpreter takes
+    # a concatenation of batches to frontends/keras/batches.py first; rows of a known count
+    # joined to a batch stay unknown)
     for name in ("keras.ops.concatenate", "tensorflow.concat"):
-        with pytest.raises(UnresolvedArgument, match="more than one batch"):
+        with pytest.raises(UnresolvedArgument, match="known count and a batch"):
             operation_shape(name, [[IMAGES, IMAGES]], {"axis": 0})
     with pytest.raises(UnresolvedArgument):
         operation_shape("keras.ops.concatenate", [[IMAGES, Tensor((8, 32, 32, 3))], 0], {})
@@ -175,11 +176,36 @@ def test_reshapes_that_keep_or_merge_samples_are_sized():
     assert operation_shape("keras.ops.tile", [X, (1, 2, 1)], {})[1] == (None, 8, 6)
 
 
-def test_a_concatenate_layer_along_the_batch_axis_is_not_sized():
+def test_reshapes_that_move_rows_between_the_batch_axis_and_the_others():
+    from memlint.frontends.keras.batches import regrouped
+    from memlint.frontends.keras.values import Batches
+    clip = Tensor((None, 6, 16, 16, 3))
+    assert regrouped([clip, (-1, 16, 16, 3)], {}) == (clip, (None, 16, 16, 3), 6)
+    folded = Batches(Tensor((None, 32)), 6)
+    assert regrouped([folded, (-1, 6, 32)], {})[1:] == ((None, 6, 32), 1)
+    assert regrouped([folded, (-1, 3, 32)], {})[1:] == ((None, 3, 32), 2)
+    assert regrouped([X, (-1, 6)], {})[1:] == ((None, 6), 4)
+    # the rows do not divide, a dimension is open, or nothing moves: the rule decides
+    assert regrouped([Tensor((None, 5, 16)), (-1, 3, 16)], {}) is None
+    assert regrouped([Tensor((None, None, 16)), (-1, 16)], {}) is None
+    assert regrouped([X, (-1, 24)], {}) is None
+
+
+def test_a_concatenate_layer_along_the_batch_axis_holds_both_batches():
+    # Keras's shape, (None, 8, 8, 3), and the layers after it hold two batches; rows of a
+    # known count joined to a batch are no number of batches: not sized (Keras's shapes and
+    # parameters kept)
     source = ("import keras\nfrom keras import layers\n"
-              "a = keras.Input((8,))\nb = keras.Input((8,))\n"
+              "a = keras.Input((8, 8, 3))\nb = keras.Input((8, 8, 3))\n"
               "both = layers.Concatenate(axis=0)([a, b])\n"
-              "m = keras.Model([a, b], layers.Dense(4)(both))\n")
-    (graph,) = analyze_source(source, "f.py").models
-    assert graph.layers[2].unresolved and "more than one batch" in graph.layers[2].unresolved
-    assert graph.layers[3].output_shapes in ([], [None])
+              "m = keras.Model([a, b], layers.Conv2D(4, 3)(both))\n"
+              "c = keras.Input((3,))\n"
+              "n = keras.Model(c, layers.Dense(2)(layers.Concatenate(axis=0)(\n"
+              "    [c, keras.ops.ones((4, 3))])))\n")
+    graphs = {g.variable: g for g in analyze_source(source, "f.py").models}
+    assert [(n.name, n.output_shapes, n.call_batches) for n in graphs["m"].layers][2:] == [
+        ("concatenate", [(None, 8, 8, 3)], [2]), ("conv2d", [(None, 6, 6, 4)], [2])]
+    layers = graphs["n"].layers
+    assert [(n.name, n.output_shapes, n.call_batches) for n in layers][1:] == [
+        ("concatenate_1", [(None, 3)], [0]), ("dense", [(None, 2)], [])]
+    assert graphs["n"].params == 8

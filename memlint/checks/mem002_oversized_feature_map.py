@@ -194,9 +194,11 @@ def _compute_bytes(policy: str) -> int:
 
 
 def _shapes(layer, batch: int) -> str:
-    shapes = [s for out in layer.output_shapes for s in as_shape_list(out)]
-    texts = ["(" + ", ".join(str(batch if i == 0 and d is None else d) for i, d in enumerate(s))
-             + ("," if len(s) == 1 else "") + ")" for s in shapes]
+    """The layer's output shape(s) at ``batch`` (times the batches a call holds)."""
+    shapes = [(s, batch * layer.batches_of(call)) for call, out in enumerate(layer.output_shapes)
+              for s in as_shape_list(out)]
+    texts = ["(" + ", ".join(str(rows if i == 0 and d is None else d) for i, d in enumerate(s))
+             + ("," if len(s) == 1 else "") + ")" for s, rows in shapes]
     if len(texts) == 1:
         return texts[0]
     return f"{len(texts)} tensors " + ", ".join(texts[:3]) + (", ..." if len(texts) > 3 else "")

@@ -44,16 +44,6 @@ class UnresolvedArgument(Exception):
         self.reason = reason
 
 
-def refuse_batch_concatenation(shapes: list, axis: int) -> None:
-    """Raise :class:`UnresolvedArgument` for a concatenation of batched tensors along the
-    batch axis (real and generated images into one discriminator batch, two views into one
-    encoder batch): the result holds several batches, and memlint sizes every tensor at one,
-    so every later tensor would be under-counted."""
-    if len(shapes) > 1 and axis % len(shapes[0]) == 0 and any(s[0] is None for s in shapes):
-        raise UnresolvedArgument("axis", "a concatenation along the batch axis makes a tensor "
-                                         "of more than one batch, which memlint does not size")
-
-
 class Unknown:
     """A value the frontend could not determine; carries the reason.
 

@@ -8,8 +8,7 @@ unknown in the output.  Known batch sizes must agree.
 
 from __future__ import annotations
 
-from memlint.layers.base import (Args, LayerError, LayerKind, Saved, format_shape, register,
-                                 refuse_batch_concatenation)
+from memlint.layers.base import Args, LayerError, LayerKind, Saved, format_shape, register
 
 
 def _shapes(input_shapes) -> list:
@@ -146,7 +145,6 @@ class Concatenate(LayerKind):
         self._check_compatible(shapes, axis)
         out = list(shapes[0])
         _check_axis(out, axis)
-        refuse_batch_concatenation(shapes, axis)
         for shape in shapes[1:]:
             # Keras stops at the first unknown size along the axis, without looking further.
             if out[axis] is None:

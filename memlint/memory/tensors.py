@@ -45,13 +45,17 @@ def output_bytes(layer, out, batch_size: int, element_bytes: int) -> list:
 
 
 def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Optional[int]:
-    """Bytes of all outputs of all calls of ``layer`` at ``batch_size``; None if unknown
-    (a layer with no known output, as after a layer memlint cannot follow, included)."""
+    """Bytes of all outputs of all calls of ``layer`` at ``batch_size`` (times the batches a
+    call holds, ``call_batches``); None if unknown (a layer with no known output, as after a
+    layer memlint cannot follow, included)."""
     if not layer.output_shapes or any(out is None for out in layer.output_shapes):
         return None
     total = 0
-    for out in layer.output_shapes:
-        for size in output_bytes(layer, out, batch_size, element_bytes):
+    for call, out in enumerate(layer.output_shapes):
+        if layer.batches_of(call) == 0:  # a number of batches not known
+            return None
+        for size in output_bytes(layer, out, batch_size * layer.batches_of(call),
+                                 element_bytes):
             if size is None:
                 return None
             total += size

@@ -260,8 +260,8 @@ class Walk(XlaFusion):
         at the batches the call being walked holds."""
         one = output_bytes(layer, out, 1, element_bytes)
         two = output_bytes(layer, out, 2, element_bytes)
-        return [None if x is None or y is None else ((y - x) * self.factor, 2 * x - y)
-                for x, y in zip(one, two)]
+        return [None if x is None or y is None or (self.factor == 0 and y != x)
+                else ((y - x) * self.factor, 2 * x - y) for x, y in zip(one, two)]
 
     def shape_size(self, shape, item: int, per_batch: bool = True) -> Optional[tuple]:
         """(per sample, fixed) bytes of a tensor of ``shape`` (batch first when
@@ -277,6 +277,8 @@ class Walk(XlaFusion):
         n = 1
         for d in rest:
             n *= d
+        if batched and self.factor == 0:  # a number of batches not known
+            return None
         return (n * item * self.factor, 0) if batched else (0, n * item)
 
     def item(self, dtype: str) -> int:

@@ -9,17 +9,22 @@ record says how many batches it holds (``CallRecord.batches``): the memory model
 tensor of that call that many times (``LayerNode.call_batches``), the calls inside a model or
 layer class called on it too.
 
-* a layer, model or layer class called on it, an element-wise operation or Python operator,
-  joining it to more batches: run on its tensor (:func:`run_on`), the result again of
-  several batches;
+* a layer, model or layer class called on it, an element-wise operation or Python operator:
+  run on its tensor (:func:`run_on`), the result again of several batches; joining it to
+  more batches (``ops.concatenate``, ``tf.concat``, a ``Concatenate(axis=0)`` layer) adds
+  them up;
 * a split along the batch axis into as many parts gives one-batch tensors back
   (:func:`split`);
+* a reshape that folds other axes into the batch axis makes one (``(batch, 6, 16, 16, 3)
+  -> (-1, 16, 16, 3)``: six batches), and one that unfolds them gives a tensor of one batch
+  back (:func:`regrouped`);
 * anything else that reads it (``tf.shape``, a reduction, slicing the batch axis, a loss
   function) gets an unknown value, so nothing is sized from it at one batch.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Optional
 
 from memlint.frontends.keras import tensor_ops
@@ -31,6 +36,8 @@ _JOINS = frozenset(name for name, (stem, _) in tensor_ops.OPERATIONS.items()
                    if stem == "concatenate")
 _SPLITS = frozenset(name for name, (stem, _) in tensor_ops.OPERATIONS.items()
                     if stem == "split")
+_RESHAPES = frozenset(name for name, (stem, _) in tensor_ops.OPERATIONS.items()
+                      if stem == "reshape")
 
 
 def is_join(name: str) -> bool:
@@ -39,6 +46,10 @@ def is_join(name: str) -> bool:
 
 def is_split(name: str) -> bool:
     return name in _SPLITS
+
+
+def is_reshape(name: str) -> bool:
+    return name in _RESHAPES
 
 
 def has_batches(values: Any) -> bool:
@@ -65,6 +76,25 @@ def join(args: list, kwargs: dict) -> Optional[tuple]:
     return tensors, sum(v.count if isinstance(v, Batches) else 1 for v in values)
 
 
+def along_batch_axis(axis: Any, inputs: Any) -> bool:
+    """Whether a ``Concatenate(axis)`` layer called on ``inputs`` joins them along the batch
+    axis of batch-first tensors (one batch or several)."""
+    tensors = [v.tensor if isinstance(v, Batches) else v for v in inputs] \
+        if isinstance(inputs, (list, tuple)) else []
+    return bool(tensors) and isinstance(axis, int) and not isinstance(axis, bool) and all(
+        isinstance(t, Tensor) and t.shape for t in tensors) and axis % len(
+        tensors[0].shape) == 0 and any(t.shape[0] is None for t in tensors)
+
+
+def holding(out: Any, count: int) -> Any:
+    """The result of a call on one batch's tensors that holds ``count`` batches (0: a
+    number not known): its record says so, and it is a tensor of several batches."""
+    if not isinstance(out, Tensor) or out.shape is None or out.producer is None:
+        return out
+    out.producer[0].calls[out.producer[1]].batches = count
+    return Batches(out, count)
+
+
 def split(args: list, kwargs: dict) -> Optional[Batches]:
     """The tensor of several batches a split along the batch axis into as many parts takes
     apart (``z1, z2 = ops.split(z, 2, axis=0)``), or None."""
@@ -78,6 +108,27 @@ def split(args: list, kwargs: dict) -> Optional[Batches]:
     return whole
 
 
+def regrouped(args: list, kwargs: dict) -> Optional[tuple]:
+    """``(tensor, new shape, batches)`` of a reshape that moves whole rows between the batch
+    axis and the others: ``(batch, 6, 16, 16, 3) -> (-1, 16, 16, 3)`` folds six frames per
+    sample into the batch axis (six batches: a TimeDistributed written by hand), ``(-1, 6,
+    64)`` of such a tensor unfolds them again (one batch); None for any other reshape (the
+    operation's own rule decides it)."""
+    value = call_arg(args, kwargs, 0, "x", kwargs.get("tensor"))
+    target = call_arg(args, kwargs, 1, "newshape", kwargs.get("shape"))
+    tensor, before = (value.tensor, value.count) if isinstance(value, Batches) else (value, 1)
+    if not isinstance(tensor, Tensor) or not tensor.shape or tensor.shape[0] is not None \
+            or not isinstance(target, (list, tuple)) or not target or target[0] not in (-1, None):
+        return None
+    have, rest = tensor.shape[1:], tuple(target[1:])
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in have + rest):
+        return None
+    total, per = before * math.prod(have), math.prod(rest)
+    if total % per or total // per == before == 1:
+        return None
+    return tensor, (None, *rest), total // per
+
+
 def run_on(values: Any, run: Callable[[Any], Any], what: str) -> Any:
     """``run`` on ``values`` (a call's arguments) with each tensor of several batches
     replaced by its tensor; the records of the calls that made the result hold that many
@@ -89,7 +140,7 @@ def run_on(values: Any, run: Callable[[Any], Any], what: str) -> Any:
                                for v in leaves):
         return Unknown(f"{what} on tensors of different numbers of batches")
     count = counts.pop()
-    out = run(_unwrapped(values))
+    out = run(unwrapped(values))
     made = [t for t in flatten_structure(out) if isinstance(t, Tensor)]
     if not made or any(t.shape is None or not t.shape or t.shape[0] is not None
                        or t.producer is None for t in made):
@@ -99,13 +150,14 @@ def run_on(values: Any, run: Callable[[Any], Any], what: str) -> Any:
     return _wrapped(out, count)
 
 
-def _unwrapped(value: Any) -> Any:
+def unwrapped(value: Any) -> Any:
+    """``value`` with each tensor of several batches replaced by its tensor."""
     if isinstance(value, Batches):
         return value.tensor
     if isinstance(value, (list, tuple)):
-        return type(value)(_unwrapped(v) for v in value)
+        return type(value)(unwrapped(v) for v in value)
     if isinstance(value, dict):
-        return {k: _unwrapped(v) for k, v in value.items()}
+        return {k: unwrapped(v) for k, v in value.items()}
     return value
 
 

@@ -172,7 +172,8 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return call_ref(interp, func.name, args, kwargs, node)
     if isinstance(func, BoundMethod):
         return call_method(interp, func.obj, func.method, args, kwargs, node)
-    if isinstance(func, _LAYER_LIKE) and batches.has_batches([args, kwargs]):
+    if isinstance(func, _LAYER_LIKE) and batches.has_batches([args, kwargs]) and not (
+            isinstance(func, LayerRef) and func.type == "Concatenate"):  # (models.call_layer)
         # a discriminator run on real and generated images joined
         return batches.run_on([args, kwargs], lambda both: call(
             interp, func, both[0], both[1], node), f"a call of {type(func).__name__}")

@@ -246,7 +246,8 @@ def create_functional(interp, args: list, kwargs: dict, node) -> Any:
     inputs = args[0] if args else kwargs.get("inputs", kwargs.get("input"))
     outputs = args[1] if len(args) > 1 else kwargs.get("outputs", kwargs.get("output"))
     given = kwargs.get("name")
-    in_list, out_list = _tensor_list(inputs), _tensor_list(outputs)
+    # outputs of several batches: their calls' records hold them (frontends/keras/batches.py)
+    in_list, out_list = _tensor_list(inputs), _tensor_list(batches.unwrapped(outputs))
     loc = interp.location(node)
     if in_list is None or out_list is None:
         which = "inputs" if in_list is None else "outputs"
@@ -310,7 +311,27 @@ def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
     options = {k: v for k, v in kwargs.items() if k in _CALL_OPTIONS}
     if isinstance(layer, LayerRef) and layer.callables:
         _resolve_lambda(interp, layer, inputs, node)
+    if isinstance(layer, LayerRef) and layer.type == "Concatenate" and \
+            batches.along_batch_axis(layer.instance.config.get("axis"), inputs):
+        return _concatenate_batches(interp, layer, inputs, parents, node)
     return apply(interp.state, layer, inputs, interp.location(node), parents, options)
+
+
+def _concatenate_batches(interp, layer, inputs: list, parents: list, node) -> Any:
+    """``Concatenate(axis=0)`` of batch-first tensors: its output holds their batches
+    (:mod:`.batches`); its shape is Keras's.  Rows of a known count joined to a batch are
+    no number of batches: what reads them is not sized."""
+    loc = interp.location(node)
+    joined = batches.join([inputs, 0], {})
+    tensors = joined[0] if joined else [v.tensor if isinstance(v, Batches) else v
+                                         for v in inputs]
+    out = apply(interp.state, layer, tensors, loc, parents)
+    if joined is not None:
+        return batches.holding(out, joined[1])
+    interp.state.note_unresolved(loc, f"Concatenate '{layer.name}'", "a concatenation along "
+                                 "the batch axis of rows of a known count and a batch: its "
+                                 "size is not known")
+    return batches.holding(out, 0).tensor if isinstance(out, Tensor) and out.shape else out
 
 
 # Call arguments that change what a layer returns (not how it is built)
@@ -554,6 +575,10 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
         whole = batches.split(args, kwargs)
         if whole is not None:  # back into its batches: ``z1, z2 = ops.split(z, 2, axis=0)``
             return _batches_op(interp, "Split", "split", [whole.tensor], whole.count, loc)
+    if batches.is_reshape(name):
+        moved = batches.regrouped(args, kwargs)
+        if moved is not None:  # rows into the batch axis (a TimeDistributed by hand), or back
+            return _regroup(interp, *moved, loc)
     if batches.has_batches([args, kwargs]):
         if not tensor_ops.is_elementwise(name):
             return Unknown(f"{name}() of a tensor of several batches")
@@ -600,6 +625,20 @@ def _batches_op(interp, op_type: str, stem: str, tensors: list, count: int,
     if op_type == "Split":  # each output sized as the call's: an over-estimate of them
         return [Tensor(shape, (op, 0, i)) for i in range(count)]
     return Batches(Tensor(shape, (op, 0, 0)), count)
+
+
+def _regroup(interp, tensor: Tensor, shape: tuple, count: int, loc: Location) -> Any:
+    """A reshape that moves whole rows between the batch axis and the others: a tensor of
+    ``count`` batches of ``shape`` (one batch: a plain tensor)."""
+    state = interp.state
+    op = TensorOp("Reshape", "" if getattr(interp, "tracing", 0)
+                  else state.unique_name("reshape"), loc)
+    op.calls.append(CallRecord(tuple(tensor.shape), shape,
+                               [tensor.producer] if tensor.producer else [],
+                               free=_free_shapes([tensor]), batches=count))
+    _collect_operation(state, op, shape, [tensor])
+    out = Tensor(shape, (op, 0, 0))
+    return Batches(out, count) if count > 1 else out
 
 
 def _note_call(state, layer) -> None:

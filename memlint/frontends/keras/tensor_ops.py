@@ -16,8 +16,7 @@ from typing import Any, Callable, Optional
 
 from memlint.frontends.keras.values import Tensor, Unknown
 from memlint.frontends.keras.values import call_arg as _arg
-from memlint.layers.base import (LayerError, UnresolvedArgument, format_shape,
-                                 refuse_batch_concatenation)
+from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
 Rule = Callable[[list, dict], Any]
 
@@ -179,6 +178,15 @@ def _operands(args, kwargs, key="xs") -> list:
     return [_shape_of(v) for v in values]
 
 
+def _refuse_batch_concatenation(shapes: list, axis: int) -> None:
+    """Raise :class:`UnresolvedArgument` for a concatenation of batched tensors along the
+    batch axis that :mod:`.batches` does not take (rows of a known count joined to a batch):
+    the result's rows are not a number of batches, and memlint sizes every tensor by them."""
+    if len(shapes) > 1 and axis % len(shapes[0]) == 0 and any(s[0] is None for s in shapes):
+        raise UnresolvedArgument("axis", "a concatenation along the batch axis of rows of a "
+                                         "known count and a batch, which memlint does not size")
+
+
 def _concatenate(args, kwargs):
     shapes = _operands(args, kwargs)
     axis = _axis(_arg(args, kwargs, 1, "axis", 0), len(shapes[0]))
@@ -188,7 +196,7 @@ def _concatenate(args, kwargs):
     for s in shapes:
         size = None if size is None or s[axis] is None else size + s[axis]
     rest = broadcast(*[s[:axis] + (1,) + s[axis + 1:] for s in shapes])
-    refuse_batch_concatenation(shapes, axis)
+    _refuse_batch_concatenation(shapes, axis)
     return rest[:axis] + (size,) + rest[axis + 1:]
 
 
