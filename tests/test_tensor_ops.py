@@ -209,3 +209,21 @@ def test_a_concatenate_layer_along_the_batch_axis_holds_both_batches():
     assert [(n.name, n.output_shapes, n.call_batches) for n in layers][1:] == [
         ("concatenate_1", [(None, 3)], [0]), ("dense", [(None, 2)], [])]
     assert graphs["n"].params == 8
+
+
+def test_a_tile_or_repeat_of_the_batch_axis_alone_holds_that_many_batches():
+    from memlint.frontends.keras.batches import repeated
+    assert repeated("keras.ops.repeat", [X, 4], {"axis": 0}) == (X, 4)
+    assert repeated("keras.ops.tile", [X, (3, 1, 1)], {}) == (X, 3)
+    # along other axes too, or of rows of a known count: the rule decides
+    assert repeated("keras.ops.tile", [X, (3, 2, 1)], {}) is None
+    assert repeated("keras.ops.repeat", [X, 4], {"axis": 1}) is None
+    assert repeated("keras.ops.repeat", [Tensor((4, 6)), 4], {"axis": 0}) is None
+    source = ("import keras\nfrom keras import layers, ops\n"
+              "x = keras.Input((8,))\n"
+              "m = keras.Model(x, layers.Dense(16)(ops.repeat(x, 4, axis=0)))\n")
+    (graph,) = analyze_source(source, "f.py").models
+    assert [(n.name, n.output_shapes, n.call_batches) for n in graph.layers][1:] == [
+        ("dense", [(None, 16)], [4])]
+    assert [(op.name, op.output_shapes, op.call_batches) for op in graph.operations] == [
+        ("repeat", [(None, 8)], [4])]

@@ -17,7 +17,8 @@ layer class called on it too.
   (:func:`split`);
 * a reshape that folds other axes into the batch axis makes one (``(batch, 6, 16, 16, 3)
   -> (-1, 16, 16, 3)``: six batches), and one that unfolds them gives a tensor of one batch
-  back (:func:`regrouped`);
+  back (:func:`regrouped`); so does a tile or repeat of the batch axis alone
+  (:func:`repeated`);
 * anything else that reads it (``tf.shape``, a reduction, slicing the batch axis, a loss
   function) gets an unknown value, so nothing is sized from it at one batch.
 """
@@ -38,6 +39,8 @@ _SPLITS = frozenset(name for name, (stem, _) in tensor_ops.OPERATIONS.items()
                     if stem == "split")
 _RESHAPES = frozenset(name for name, (stem, _) in tensor_ops.OPERATIONS.items()
                       if stem == "reshape")
+_REPEATS = frozenset(name for name, (stem, _) in tensor_ops.OPERATIONS.items()
+                     if stem in ("tile", "repeat"))
 
 
 def is_join(name: str) -> bool:
@@ -50,6 +53,31 @@ def is_split(name: str) -> bool:
 
 def is_reshape(name: str) -> bool:
     return name in _RESHAPES
+
+
+def repeated(name: str, args: list, kwargs: dict) -> Optional[tuple]:
+    """``(tensor, batches)`` of a tile or repeat of a batch-first tensor along the batch axis
+    alone (``ops.repeat(x, 4, axis=0)``, ``ops.tile(x, (4, 1, 1))``: several samples drawn
+    per input), or None (the operation's own rule decides it)."""
+    if name not in _REPEATS:
+        return None
+    tensor = call_arg(args, kwargs, 0, "x")
+    if not isinstance(tensor, Tensor) or not tensor.shape or tensor.shape[0] is not None:
+        return None
+    if name.endswith("repeat"):
+        times, axis = call_arg(args, kwargs, 1, "repeats"), call_arg(args, kwargs, 2, "axis")
+        if not isinstance(axis, int) or isinstance(axis, bool) or axis % len(tensor.shape):
+            return None
+    else:
+        reps = call_arg(args, kwargs, 1, "repeats")
+        reps = (reps,) if isinstance(reps, int) else reps
+        if not isinstance(reps, (list, tuple)) or len(reps) != len(tensor.shape) or \
+                any(r != 1 for r in reps[1:]):
+            return None
+        times = reps[0]
+    if not isinstance(times, int) or isinstance(times, bool) or times < 2:
+        return None
+    return tensor, times
 
 
 def has_batches(values: Any) -> bool:

@@ -578,7 +578,12 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if batches.is_reshape(name):
         moved = batches.regrouped(args, kwargs)
         if moved is not None:  # rows into the batch axis (a TimeDistributed by hand), or back
-            return _regroup(interp, *moved, loc)
+            return _regroup(interp, "Reshape", "reshape", *moved, loc)
+    drawn = batches.repeated(name, args, kwargs)
+    if drawn is not None:  # several samples drawn per input: ops.repeat(x, 4, axis=0)
+        stem = tensor_ops.OPERATIONS[name][0]
+        return _regroup(interp, stem.capitalize(), stem, drawn[0], tuple(drawn[0].shape),
+                        drawn[1], loc)
     if batches.has_batches([args, kwargs]):
         if not tensor_ops.is_elementwise(name):
             return Unknown(f"{name}() of a tensor of several batches")
@@ -627,12 +632,14 @@ def _batches_op(interp, op_type: str, stem: str, tensors: list, count: int,
     return Batches(Tensor(shape, (op, 0, 0)), count)
 
 
-def _regroup(interp, tensor: Tensor, shape: tuple, count: int, loc: Location) -> Any:
-    """A reshape that moves whole rows between the batch axis and the others: a tensor of
-    ``count`` batches of ``shape`` (one batch: a plain tensor)."""
+def _regroup(interp, op_type: str, stem: str, tensor: Tensor, shape: tuple, count: int,
+             loc: Location) -> Any:
+    """A reshape that moves whole rows between the batch axis and the others, or a tile or
+    repeat of the batch axis: a tensor of ``count`` batches of ``shape`` (one batch: a plain
+    tensor)."""
     state = interp.state
-    op = TensorOp("Reshape", "" if getattr(interp, "tracing", 0)
-                  else state.unique_name("reshape"), loc)
+    op = TensorOp(op_type, "" if getattr(interp, "tracing", 0) else state.unique_name(stem),
+                  loc)
     op.calls.append(CallRecord(tuple(tensor.shape), shape,
                                [tensor.producer] if tensor.producer else [],
                                free=_free_shapes([tensor]), batches=count))

@@ -270,10 +270,12 @@ def _loss(usage: dict) -> tuple:
 def _optimizers(usage: dict) -> list:
     """The optimizer of each compile() call of the model, in order (one assumed when there
     is none)."""
-    specs = [spec for args, kwargs, loc in usage.get("compile", [])
-             for spec in [_compiled_optimizer(args, kwargs, loc)]
-             + [_compiled_optimizer([other], {}, loc)
-                for other in kwargs.get("optimizers_given", ())]]
+    specs = []
+    for args, kwargs, loc in usage.get("compile", []):
+        specs.append(_compiled_optimizer(args, kwargs, loc))
+        # a GAN's compile() of its own: every optimizer it was given (classes._own_compile)
+        specs += [_compiled_optimizer([other], {}, loc)
+                  for other in kwargs.get("optimizers_given", ())]
     return specs or [OptimizerSpec(ASSUMED_OPTIMIZER, {}, f"assumed ({ASSUMED_OPTIMIZER}; no "
                                                           "compile() found)")]
 

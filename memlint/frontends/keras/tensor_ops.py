@@ -132,8 +132,8 @@ def _reshape(args, kwargs):
             dims[i] = total // known
         else:
             if shape and shape[0] is None and (total is None or known % total):
-                # (batch, 4, 16) -> (-1, 16): four rows per sample, a tensor of several
-                # batches that memlint would size at one
+                # more rows than samples, not a whole number of batches per sample
+                # (frontends/keras/batches.py takes those): memlint would size one batch
                 raise UnresolvedArgument("newshape", "the reshape folds axes into the batch "
                                                      "axis, which memlint does not size")
             dims[i] = None  # the batch dimension
@@ -496,9 +496,8 @@ def is_operation(name: str) -> bool:
 
 
 def is_elementwise(name: str) -> bool:
-    """Whether the operation keeps its operands' shape, element by element (an activation,
-    ``x * y``): applied to each part of a tensor of several batches it makes the parts of
-    its result."""
+    """Whether the operation works element by element, keeping its operands' shape (an
+    activation, ``x * y``): on a tensor of several batches it makes one of as many."""
     return name in OPERATIONS and OPERATIONS[name][1] in (_same, _binary)
 
 
