@@ -1318,8 +1318,8 @@ class Walk(XlaFusion):
         return self.alloc(*best, "live", f"{layer.name} inner tensors", layer.name)
 
     def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
-        """The copy of the input batch a convolution that reads it keeps for the kernel's
-        gradient under XLA: transposed to NCHW for a float32 convolution on a GPU before
+        """The copy of the input batch a convolution that reads it (or a reshape of it: a
+        clip's frames folded into the batch axis) keeps for the kernel's gradient under XLA: transposed to NCHW for a float32 convolution on a GPU before
         Hopper, to NCDHW for a 3-D one on any GPU, and cast to 16 bits under a mixed policy
         (measured on T4 plans: ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch; H100:
         ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip, and ``f16[32,32,32,16]`` beside a
@@ -1332,7 +1332,7 @@ class Walk(XlaFusion):
         cast = self.profile.sign == "xla" and self.compute_bytes == 2
         if not ((nchw or volumetric or cast)
                 and kind is not None and kind.family == "convolutional" and ins
-                and ins[0] in self.data
+                and any(ins[0].buf is data.buf for data in self.data)  # or a view of it
                 and layer.config.get("data_format", "channels_last") == "channels_last"):
             return None
         if any(s.what == "padded input" for s in specs) or not isinstance(in_shape, tuple) \
