@@ -91,7 +91,7 @@ def join(args: list, kwargs: dict) -> Optional[tuple]:
     values = call_arg(args, kwargs, 0, "xs", kwargs.get("values"))
     if not isinstance(values, (list, tuple)) or len(values) < 2:
         return None
-    tensors = [v.tensor if isinstance(v, Batches) else v for v in values]
+    tensors = unwrapped(list(values))
     if not all(isinstance(t, Tensor) and t.shape for t in tensors):
         return None
     shape = tensors[0].shape
@@ -107,8 +107,7 @@ def join(args: list, kwargs: dict) -> Optional[tuple]:
 def along_batch_axis(axis: Any, inputs: Any) -> bool:
     """Whether a ``Concatenate(axis)`` layer called on ``inputs`` joins them along the batch
     axis of batch-first tensors (one batch or several)."""
-    tensors = [v.tensor if isinstance(v, Batches) else v for v in inputs] \
-        if isinstance(inputs, (list, tuple)) else []
+    tensors = unwrapped(list(inputs)) if isinstance(inputs, (list, tuple)) else []
     return bool(tensors) and isinstance(axis, int) and not isinstance(axis, bool) and all(
         isinstance(t, Tensor) and t.shape for t in tensors) and axis % len(
         tensors[0].shape) == 0 and any(t.shape[0] is None for t in tensors)

@@ -323,8 +323,7 @@ def _concatenate_batches(interp, layer, inputs: list, parents: list, node) -> An
     no number of batches: what reads them is not sized."""
     loc = interp.location(node)
     joined = batches.join([inputs, 0], {})
-    tensors = joined[0] if joined else [v.tensor if isinstance(v, Batches) else v
-                                         for v in inputs]
+    tensors = joined[0] if joined else batches.unwrapped(list(inputs))
     out = apply(interp.state, layer, tensors, loc, parents)
     if joined is not None:
         return batches.holding(out, joined[1])
