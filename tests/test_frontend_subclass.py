@@ -961,3 +961,52 @@ def test_frames_folded_into_the_batch_axis_hold_that_many_batches():
         ("global_average_pooling2d", [(None, 4)], [6]), ("lstm", [(None, 2)], [])]
     assert [(op.type, op.output_shapes, op.call_batches) for op in graph.operations] == [
         ("Reshape", [(None, 8, 8, 3)], [6]), ("Reshape", [(None, 6, 4)], [])]
+
+
+# the scaled attention of TensorFlow's transformer tutorial and of keras.io: the scores
+# divided by the square root of a depth cast to a float, keys transposed by the product
+SCALED_ATTENTION = (
+    "import tensorflow as tf\n"
+    "from keras import ops\n"
+    "class TfAttention(layers.Layer):\n"
+    "    def __init__(self, dim, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.q, self.k, self.v = layers.Dense(dim), layers.Dense(dim), layers.Dense(dim)\n"
+    "    def call(self, x):\n"
+    "        q, k, v = self.q(x), self.k(x), self.v(x)\n"
+    "        dk = tf.cast(tf.shape(k)[-1], tf.float32)\n"
+    "        scores = tf.matmul(q, k, transpose_b=True) / tf.math.sqrt(dk)\n"
+    "        return tf.matmul(tf.nn.softmax(scores, axis=-1), v)\n"
+    "class OpsAttention(layers.Layer):\n"
+    "    def __init__(self, dim, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.dim = dim\n"
+    "        self.q = layers.Dense(dim)\n"
+    "    def call(self, x):\n"
+    "        q = self.q(x)\n"
+    "        scale = ops.sqrt(ops.cast(self.dim, 'float32'))\n"
+    "        scores = ops.matmul(q, ops.transpose(x, (0, 2, 1))) / scale\n"
+    "        keep = ops.greater(scores, ops.arccos(0.99))\n"
+    "        return ops.matmul(ops.softmax(ops.where(keep, scores, -1e9)), x)\n"
+    "inputs = keras.Input((12, 16))\n"
+    "h = TfAttention(16)(inputs)\n"
+    "h = OpsAttention(16)(h)\n"
+    "model = keras.Model(inputs, layers.Dense(3)(layers.GlobalAveragePooling1D()(h)))\n"
+    "model.compile('adam', 'mse')\n"
+    "model.fit(np.zeros((64, 12, 16)), np.zeros((64, 3)), batch_size=8)\n"
+)
+
+
+def test_scaled_attention_written_with_tensorflow_or_keras_ops_is_sized():
+    from memlint.frontends.keras import analyze_source
+    (graph,) = analyze_source(HEADER + SCALED_ATTENTION, "f.py").models
+    assert [(n.name, n.output_shapes, n.unresolved) for n in graph.layers[1:3]] == [
+        ("tf_attention", [(None, 12, 16)], None), ("ops_attention", [(None, 12, 16)], None)]
+    # the scores of both, (None, 12, 12), are among the tensors kept inside each layer
+    assert all((None, 12, 12) in n.inner_shapes for n in graph.layers[1:3])
+
+
+@pytest.mark.oracle
+def test_scaled_attention_matches_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + SCALED_ATTENTION)

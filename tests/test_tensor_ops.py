@@ -8,7 +8,7 @@ import pytest
 
 from memlint.frontends.keras import analyze_source
 from memlint.frontends.keras.tensor_ops import operation_shape
-from memlint.frontends.keras.values import Tensor
+from memlint.frontends.keras.values import Array, Tensor
 from memlint.layers.base import LayerError, UnresolvedArgument
 
 X = Tensor((None, 4, 6))
@@ -63,6 +63,22 @@ CASES = [
     ("keras.ops.image.extract_patches", [Tensor((32, 32, 3)), 4], {}, (8, 8, 48)),
     ("tensorflow.image.extract_patches", [IMAGES, [1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1],
                                           "VALID"], {}, (None, 8, 8, 48)),
+    # element-wise functions, comparisons and reductions beyond the activations
+    ("keras.ops.arccos", [X], {}, (None, 4, 6)),
+    ("keras.ops.greater", [X, Tensor((1, 6))], {}, (None, 4, 6)),
+    ("keras.ops.logical_and", [X, 1.0], {}, (None, 4, 6)),
+    ("keras.ops.amax", [X], {"axis": 1, "keepdims": True}, (None, 1, 6)),
+    ("keras.ops.cumsum", [X], {}, (None,)),
+    ("keras.ops.cumprod", [Tensor((3, 4, 6))], {}, (72,)),
+    ("keras.ops.cumsum", [X], {"axis": 1}, (None, 4, 6)),
+    ("keras.ops.conj", [X], {}, (None, 4, 6)),
+    ("keras.ops.linspace", [0.0, 1.0, 16], {}, (16,)),
+    # TensorFlow's matrix product with a transposed operand (attention scores)
+    ("tensorflow.matmul", [X, Tensor((None, 5, 6))], {"transpose_b": True}, (None, 4, 5)),
+    ("tensorflow.linalg.matmul", [Tensor((None, 6, 4)), Y], {"transpose_a": True},
+     (None, 4, 5)),
+    ("tensorflow.matmul", [Tensor((None, 6, 4)), Tensor((None, 5, 6))],
+     {"adjoint_a": True, "adjoint_b": True}, (None, 4, 5)),
 ] + [case[:4] for case in REARRANGED]
 
 
@@ -70,6 +86,80 @@ CASES = [
                          ids=[f"{c[0].rsplit('.', 1)[-1]}-{i}" for i, c in enumerate(CASES)])
 def test_operation_shapes_match_keras(name, args, kwargs, expected):
     assert operation_shape(name, args, kwargs)[1] == expected
+
+
+@pytest.mark.oracle
+def test_every_element_wise_and_reducing_keras_op_has_keras_shape_and_name():
+    """Each ``keras.ops`` function memlint sizes element by element, by broadcasting, by
+    reducing axes or as a running total gives the shape Keras gives, and its operation the
+    name Keras gives it (an op class named ``Conjugate`` for ``ops.conj``)."""
+    from tests.conftest import require_keras
+    require_keras()
+    import keras
+    from memlint.frontends.keras import tensor_ops
+    from memlint.frontends.keras.names import to_snake_case
+    x, row = keras.KerasTensor((None, 4, 6)), keras.KerasTensor((1, 6))
+    extra = {"threshold": (0.5, 0.0), "clip": (0.0, 1.0), "cast": ("float32",)}
+    calls = {"_same": [((X,), {})], "_binary": [((X, Tensor((1, 6))), {})],
+             "_reduce": [((X,), {"axis": 1}), ((X,), {"axis": 1, "keepdims": True})],
+             "_cumulative": [((X,), {}), ((X,), {"axis": 1})]}
+    checked = 0
+    for name, (stem, rule) in sorted(tensor_ops.OPERATIONS.items()):
+        short = name[len("keras.ops."):]
+        if not name.startswith("keras.ops.") or "." in short or rule.__name__ not in calls:
+            continue
+        for operands, kwargs in calls[rule.__name__]:
+            more = extra.get(short, ())
+            made = getattr(keras.ops, short)(*(x if o is X else row for o in operands),
+                                             *more, **kwargs)
+            assert operation_shape(name, [*operands, *more], kwargs)[1] == \
+                tuple(made.shape), (name, kwargs)
+            assert to_snake_case(type(made._keras_history[0]).__name__) == stem, name
+            checked += 1
+    assert checked >= 140
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("matmul", [(2, 4, 6), (2, 5, 6)], {"transpose_b": True}),
+    ("matmul", [(2, 6, 4), (2, 6, 5)], {"transpose_a": True}),
+    ("matmul", [(6, 4), (5, 6)], {"adjoint_a": True, "adjoint_b": True}),
+    ("clip_by_value", [(2, 4, 6), 0.0, 1.0], {}),
+    ("math.l2_normalize", [(2, 4, 6)], {"axis": -1}),
+    ("math.greater_equal", [(2, 4, 6), (1, 6)], {}),
+    ("pow", [(2, 4, 6), 2.0], {}),
+    ("cast", [(2, 4, 6), "float16"], {}),
+])
+def test_tensorflow_spellings_have_tensorflow_shapes(name, args, kwargs):
+    tf = pytest.importorskip("tensorflow")
+    fn = tf
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    made = fn(*(tf.zeros(a) if isinstance(a, tuple) else a for a in args), **kwargs)
+    ours = operation_shape("tensorflow." + name,
+                           [Tensor(a) if isinstance(a, tuple) else a for a in args], kwargs)
+    assert ours[1] == tuple(made.shape)
+
+
+def test_an_operation_on_scalars_alone_is_a_constant_in_no_graph():
+    """``ops.sqrt(ops.cast(64, "float32"))`` runs at once: a 0-d tensor that takes no name
+    and sizes what divides by it (a layer's scaled attention scores)."""
+    from memlint.frontends.keras.tensor_ops import constant
+    assert constant("keras.ops.arccos", [0.95], {}) == Tensor(())
+    assert constant("keras.ops.linspace", [0.0, 3.0, 16], {}) == Tensor((16,))
+    assert constant("keras.ops.cast", [Array((60000, 28, 28))], {}) is None  # data, not sized
+    assert constant("keras.ops.sqrt", ["x"], {}) is None
+    result = analyze_source(
+        "import keras\nfrom keras import layers, ops\n"
+        "scale = ops.sqrt(ops.cast(64, 'float32'))\n"
+        "angle = 2.0 * ops.exp(ops.linspace(0.0, 3.0, 64)) * ops.arccos(0.95)\n"
+        "inputs = keras.Input((4, 64))\n"
+        "x = layers.Dense(64)(inputs) / scale\n"
+        "x = ops.sin(x * angle)\n"
+        "model = keras.Model(inputs, x)\n", "f.py")
+    graph = result.models[0]
+    assert [op.name for op in graph.operations] == ["true_divide", "multiply", "sin"]
+    assert graph.operations[-1].output_shape == (None, 4, 64)
 
 
 @pytest.mark.parametrize("name,args", [

@@ -369,9 +369,12 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
             return _MATH[name](*args)
         except (ValueError, OverflowError, TypeError):
             return Unknown(f"{name}() failed on these arguments")
-    if tensor_ops.is_operation(name) and any(
-            isinstance(v, (Tensor, Batches)) for v in flatten_structure([args, kwargs])):
-        return models.apply_operation(interp, name, args, kwargs, node)
+    if tensor_ops.is_operation(name):
+        if any(isinstance(v, (Tensor, Batches)) for v in flatten_structure([args, kwargs])):
+            return models.apply_operation(interp, name, args, kwargs, node)
+        constant = tensor_ops.constant(name, args, kwargs)
+        if constant is not None:  # ops.arccos(0.95): a tensor, run at once, in no graph
+            return constant
     result = Unknown(f"call to {name} is not evaluated")
     if short[:1].isupper():  # a class: if it is used as a layer, it is a custom layer
         result.constructed = (short, interp.location(node),

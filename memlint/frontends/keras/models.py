@@ -528,7 +528,6 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
     loc = interp.location(node)
     # inside a traced call() the backend runs the operation: no Keras op, no name taken
     tracing = getattr(interp, "tracing", 0)
-    op = TensorOp(op_type, "" if tracing else state.unique_name(to_snake_case(op_type)), loc)
     tensors = [v for v in operands if isinstance(v, Tensor)]
     parents = [t.producer for t in tensors if t.producer]
     shapes = []
@@ -541,6 +540,11 @@ def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
             shapes.append(())
         else:
             shapes.append(None)
+    if _on_constants(interp, tensors) and None not in shapes:
+        constant = _broadcast_all(shapes)
+        if constant is not None:  # run at once on constants: no op in any graph, no name
+            return Tensor(constant)
+    op = TensorOp(op_type, "" if tracing else state.unique_name(to_snake_case(op_type)), loc)
     if any(shape is None for shape in shapes):
         op.calls.append(CallRecord(None, None, parents))
         unknown = next((t for t in tensors if t.shape is None), None)
@@ -589,6 +593,10 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return batches.run_on([args, kwargs], lambda both: apply_operation(
             interp, name, both[0], both[1], node), f"{name}()")
     tensors = [t for t in flatten_structure([args, kwargs]) if isinstance(t, Tensor)]
+    if _on_constants(interp, tensors):
+        made = tensor_ops.constant(name, args, kwargs)
+        if made is not None:
+            return made
     parents = [t.producer for t in tensors if t.producer]
     try:
         stem, out = tensor_ops.operation_shape(name, args, kwargs)
@@ -610,6 +618,25 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if isinstance(out, list):
         return [Tensor(shape, (op, 0, i)) for i, shape in enumerate(out)]
     return Tensor(out, (op, 0, 0))
+
+
+def _broadcast_all(shapes: list) -> Optional[tuple]:
+    """The broadcast shape of ``shapes``; None where they do not broadcast."""
+    out = shapes[0]
+    try:
+        for shape in shapes[1:]:
+            out = broadcast_shapes(out, shape)
+    except LayerError:
+        return None
+    return out
+
+
+def _on_constants(interp, tensors: list) -> bool:
+    """Whether an operation outside any traced call() reads only tensors no layer made
+    (``ops.exp(ops.linspace(0.0, 4.0, 16))``, ``keras.random.normal((8, 100)) * 2``): Keras
+    runs it at once, on constants, with no graph node and no name taken."""
+    return not getattr(interp, "tracing", 0) and all(
+        t.producer is None and t.shape is not None for t in tensors)
 
 
 def _batches_op(interp, op_type: str, stem: str, tensors: list, count: int,

@@ -128,10 +128,19 @@ _READS_NOTHING = frozenset((
     "Add", "Subtract", "Negative", "Reshape", "ExpandDims", "Squeeze", "Transpose",
     "Concatenate", "Stack", "Split", "GetItem", "Pad", "Tile", "Repeat", "Flip", "Sum",
     "Mean", "Cast", "StopGradient", "ZerosLike", "OnesLike", "Cumsum", "DepthToSpace",
-    "SpaceToDepth", "ConcatenateBatches"))
+    "SpaceToDepth", "ConcatenateBatches", "Identity", "Conjugate", "Deg2rad", "Rad2deg",
+    # no gradient at all
+    "Equal", "NotEqual", "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd",
+    "LogicalOr", "LogicalXor", "LogicalNot", "Isnan", "Isinf", "Isfinite", "Signbit", "Trunc",
+    "Any", "All", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitwiseInvert",
+    "FloorDivide", "Heaviside"))
 _READS_INPUT = frozenset((
     "Log", "Square", "Erf", "Absolute", "Sin", "Cos", "Clip", "Normalize", "Max", "Min",
-    "Prod", "Std", "Var", "Logsumexp"))
+    "Prod", "Std", "Var", "Logsumexp", "Arccos", "Arcsin", "Arctan", "Arccosh", "Arcsinh",
+    "Arctanh", "Asin", "Acos", "Atan", "Tan", "Sinh", "Cosh", "Log1p", "Log2", "Log10", "Erfc",
+    "Sinc", "Fabs", "NanToNum", "Celu", "HardTanh", "HardShrink", "SoftShrink", "TanhShrink",
+    "Squareplus", "SparsePlus", "SparseSigmoid", "Threshold", "Amax", "Amin", "Median",
+    "Cumprod"))
 _READS_ALL = frozenset(("Multiply", "Maximum", "Minimum", "Matmul", "Einsum"))
 
 
@@ -155,6 +164,6 @@ def backward_reads(op_type: str, is_tensor: list) -> tuple:
         return tensors[:1], False, 0
     if op_type in _READS_ALL:  # each operand's gradient needs the others
         return (tensors if len(tensors) > 1 else []), False, 0
-    if op_type in ("Divide", "TrueDivide"):  # x / y: y for both gradients, x for y's
+    if op_type in ("Divide", "TrueDivide", "DivideNoNan"):  # x / y: y for both gradients, x for y's
         return (tensors if len(is_tensor) > 1 and is_tensor[1] else []), False, 0
     return [], True, 0

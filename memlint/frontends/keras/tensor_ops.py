@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-from memlint.frontends.keras.values import Tensor, Unknown
+from memlint.frontends.keras.values import Array, Tensor, Unknown, flatten_structure
 from memlint.frontends.keras.values import call_arg as _arg
 from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
@@ -91,8 +91,53 @@ def _reduce(args, kwargs):
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _cumulative(args, kwargs):
+    """``cumsum(x, axis=None)``: along one axis the shape stays, with no axis the running
+    total of the flattened tensor."""
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    if _arg(args, kwargs, 1, "axis") is not None:
+        _axis(_arg(args, kwargs, 1, "axis"), len(shape))
+        return shape
+    return (None if None in shape else math.prod(shape),)
+
+
+def _linspace(args, kwargs):
+    """``linspace(start, stop, num=50)`` of scalar ends: ``num`` values."""
+    ends = [_shape_of(_arg(args, kwargs, i, key)) for i, key in enumerate(("start", "stop"))]
+    num = _arg(args, kwargs, 2, "num", 50)
+    if any(ends) or _arg(args, kwargs, 6, "axis", 0) != 0:
+        raise UnresolvedArgument("start", "linspace() of ends that are not scalars")
+    if not isinstance(num, int) or isinstance(num, bool) or num < 0:
+        raise UnresolvedArgument("num", "the number of values is not known statically")
+    return (num,)
+
+
 def _matmul(args, kwargs):
-    a, b = _shape_of(_arg(args, kwargs, 0, "x1")), _shape_of(_arg(args, kwargs, 1, "x2"))
+    return _product(_shape_of(_arg(args, kwargs, 0, "x1")), _shape_of(_arg(args, kwargs, 1, "x2")))
+
+
+def _tf_matmul(args, kwargs):
+    """``tf.matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
+    adjoint_b=False)``: a transposed operand's last two axes swapped (the attention scores
+    ``tf.matmul(q, k, transpose_b=True)``)."""
+    def operand(index, name):
+        shape = _shape_of(_arg(args, kwargs, index, name))
+        flags = [_arg(args, kwargs, 2 + index, f"transpose_{name}", False),
+                 _arg(args, kwargs, 4 + index, f"adjoint_{name}", False)]
+        if any(not isinstance(flag, bool) for flag in flags):
+            raise UnresolvedArgument(f"transpose_{name}",
+                                     f"transpose_{name} is not known statically")
+        if any(flags):
+            if len(shape) < 2:
+                raise LayerError(f"transpose_{name} of a tensor of rank {len(shape)}")
+            shape = _ShapeOperand(shape[:-2] + (shape[-1], shape[-2]))
+        return shape
+    return _product(operand(0, "a"), operand(1, "b"))
+
+
+def _product(a: tuple, b: tuple) -> tuple:
+    """The shape of the matrix product of operands of shapes ``a`` and ``b`` (NumPy's
+    rules: a vector is a row on the left, a column on the right, leading axes broadcast)."""
     if not a or not b:
         raise LayerError("matmul of a scalar")
     a1, b1 = len(a) == 1, len(b) == 1
@@ -434,14 +479,25 @@ def _getitem(args, kwargs):
 _UNARY = ("relu relu6 sigmoid tanh gelu silu elu selu softplus softsign leaky_relu "
           "hard_sigmoid hard_silu log_sigmoid exp log sqrt rsqrt square negative erf softmax "
           "log_softmax cast stop_gradient clip normalize sign floor ceil round sin cos "
-          "reciprocal zeros_like ones_like flip sort cumsum")
+          "reciprocal zeros_like ones_like flip sort "
+          "arccos arccosh arcsin arcsinh arctan arctanh tan sinh cosh log1p log2 log10 expm1 "
+          "exp2 cbrt erfc erfinv trunc deg2rad rad2deg nan_to_num signbit isnan isinf "
+          "isfinite logical_not sinc fabs celu hard_tanh hard_shrink soft_shrink tanh_shrink "
+          "squareplus sparse_plus sparse_sigmoid threshold bitwise_not bitwise_invert")
 _register(_UNARY, None, _same)
+_register("conj conjugate", "conjugate", _same)
+_register("cumsum cumprod", None, _cumulative)
+_register("linspace", None, _linspace)
 _register("swish", "silu", _same)
 _register("hard_swish", "hard_silu", _same)
 _register("abs absolute", "absolute", _same)
-_register("add subtract multiply divide true_divide maximum minimum power", None, _binary)
+_register("add subtract multiply divide true_divide maximum minimum power arctan2 "
+          "floor_divide mod equal not_equal greater greater_equal less less_equal "
+          "logical_and logical_or logical_xor divide_no_nan hypot logaddexp heaviside "
+          "bitwise_and bitwise_or bitwise_xor", None, _binary)
 _register("where", None, _where)
-_register("mean sum max min prod std var logsumexp argmax argmin", None, _reduce)
+_register("mean sum max min prod std var logsumexp argmax argmin amax amin any all median",
+          None, _reduce)
 _register("matmul", None, _matmul)
 _register("reshape", None, _reshape)
 _register("transpose", None, _transpose)
@@ -467,9 +523,18 @@ _register("exponential", "exp", _same, _ACTIVATIONS)
 _TF = ("tensorflow.nn.", "tensorflow.math.", "tensorflow.")
 _register("relu relu6 sigmoid tanh gelu elu selu softplus softsign softmax log_softmax exp "
           "sqrt rsqrt square erf sign floor ceil round sin cos", None, _same, _TF)
-_register("add subtract multiply divide maximum minimum", None, _binary, _TF)
+_register("abs", "absolute", _same, _TF)
+_register("cast log log1p expm1 reciprocal negative tan sinh cosh stop_gradient zeros_like "
+          "ones_like", None, _same, _TF)
+_register("asin acos atan", None, _same, ("tensorflow.math.", "tensorflow."))
+_register("identity", None, _same, ("tensorflow.",))
+_register("clip_by_value", "clip", _same, ("tensorflow.",))
+_register("l2_normalize", "normalize", _same, ("tensorflow.math.", "tensorflow.nn."))
+_register("add subtract multiply divide maximum minimum equal not_equal greater "
+          "greater_equal less less_equal logical_and logical_or", None, _binary, _TF)
+_register("pow", "power", _binary, _TF)
 _register("reshape", None, _reshape, ("tensorflow.",))
-_register("matmul", None, _matmul, ("tensorflow.", "tensorflow.linalg."))
+_register("matmul", None, _tf_matmul, ("tensorflow.", "tensorflow.linalg."))
 _register("einsum", None, _einsum, ("tensorflow.",))
 _register("transpose", None, _transpose, ("tensorflow.",))
 _register("expand_dims", None, _expand_dims, ("tensorflow.",))
@@ -509,6 +574,20 @@ def operation_shape(name: str, args: list, kwargs: dict) -> tuple:
                       {k: _as_operand(v) for k, v in kwargs.items()})
 
 
+def constant(name: str, args: list, kwargs: dict) -> Optional[Tensor]:
+    """``name(*args, **kwargs)`` on scalars alone (``ops.cast(ops.arccos(0.95), "float32")``,
+    ``tf.math.sqrt(tf.cast(64, tf.float32))``): Keras runs it at once on a constant, which
+    takes no part in any graph; the tensor it makes (no producer), or None when its shape is
+    not known or an operand is an array of data."""
+    if any(isinstance(v, Array) and v.shape for v in flatten_structure([args, kwargs])):
+        return None
+    try:
+        shape = operation_shape(name, args, kwargs)[1]
+    except (LayerError, UnresolvedArgument):
+        return None
+    return Tensor(shape) if isinstance(shape, tuple) else None
+
+
 class _ShapeOperand(tuple):
     """A tensor's shape standing for the tensor in a rule (plain tuples are arguments)."""
 
@@ -519,6 +598,8 @@ def _as_operand(value: Any) -> Any:
     if isinstance(value, Tensor):
         if value.shape is None:
             raise UnresolvedArgument("x", value.reason or "an input's shape is not known")
+        return _ShapeOperand(value.shape)
+    if isinstance(value, Array):  # a NumPy constant, broadcast as it is
         return _ShapeOperand(value.shape)
     if isinstance(value, list):
         return [_as_operand(v) for v in value]
