@@ -100,6 +100,9 @@ class LayerNode:
     # run on real and generated images joined: 2; 0: a number not known, its tensors not
     # sized); empty when every call holds one
     call_batches: list = field(default_factory=list)
+    # built but never run by the step (a subclassed model's EMA copy or target network, a
+    # layer it never calls): its weights count, it makes no tensor
+    idle: bool = False
 
     def batches_of(self, call: int) -> int:
         """How many batches call ``call``'s tensors hold (1 unless ``call_batches`` says;

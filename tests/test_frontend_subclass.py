@@ -1010,3 +1010,62 @@ def test_scaled_attention_written_with_tensorflow_or_keras_ops_is_sized():
 def test_scaled_attention_matches_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, HEADER + SCALED_ATTENTION)
+
+
+# a model subclass that holds copies of its network it never runs in the step (keras.io's
+# diffusion model keeps an EMA copy, a DQN its target network) and a layer it never calls
+IDLE_COPIES = (
+    "def network():\n"
+    "    inputs = keras.Input((8,))\n"
+    "    return keras.Model(inputs, layers.Dense(4)(layers.Dense(16)(inputs)))\n"
+    "class WithCopies(keras.Model):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.network = network()\n"
+    "        self.ema_network = network()\n"
+    "        self.target = keras.models.clone_model(self.network)\n"
+    "        self.unused = layers.Dense(3)\n"
+    "    def call(self, x):\n"
+    "        return self.network(x)\n"
+    "model = WithCopies()\n"
+    "model.compile('adam', 'mse')\n"
+    "model.fit(np.zeros((32, 8)), np.zeros((32, 4)), batch_size=8)\n"
+)
+
+
+def test_copies_of_the_network_the_step_never_runs_hold_weights_and_nothing_else():
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    report = analyze_text(HEADER + IDLE_COPIES, "f.py", Settings())
+    (graph,), (memory,) = report.models, report.breakdowns
+    assert [(n.name, n.output_shape, n.params, n.idle) for n in graph.layers] == [
+        ("functional", (None, 4), 212, False), ("functional_1", (None, 4), 212, True),
+        ("functional", (None, 4), 212, True), ("dense_4", None, 0, True)]
+    assert memory.complete and memory.category("weights") == 636 * 4
+    # the idle copies make no tensor: the activations are the network's alone
+    alone = analyze_text(HEADER + IDLE_COPIES.replace(
+        "        self.ema_network = network()\n", "").replace(
+        "        self.target = keras.models.clone_model(self.network)\n", ""),
+        "f.py", Settings()).breakdowns[0]
+    assert memory.per_sample_bytes == alone.per_sample_bytes > 0
+
+
+def test_a_layer_the_step_may_have_called_unseen_stays_unknown():
+    # a loop over an iterable memlint does not know, whose body runs a layer: the copy it
+    # may run there is not taken as idle (no verdict, as before)
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    hidden = IDLE_COPIES.replace(
+        "        return self.network(x)\n",
+        "        for _ in range(self.steps):\n"
+        "            x = x + self.ema_network(x)\n"
+        "        return self.network(x)\n")
+    report = analyze_text(HEADER + hidden, "f.py", Settings())
+    assert report.models[0].layers[1].unresolved == "never called in call()"
+    assert not report.breakdowns[0].complete
+
+
+@pytest.mark.oracle
+def test_copies_of_the_network_the_step_never_runs_match_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + IDLE_COPIES)

@@ -47,7 +47,9 @@ def output_bytes(layer, out, batch_size: int, element_bytes: int) -> list:
 def layer_activation_bytes(layer, batch_size: int, element_bytes: int) -> Optional[int]:
     """Bytes of all outputs of all calls of ``layer`` at ``batch_size`` (times the batches a
     call holds, ``call_batches``); None if unknown (a layer with no known output, as after a
-    layer memlint cannot follow, included)."""
+    layer memlint cannot follow, included); 0 for a layer the step never runs."""
+    if layer.idle:
+        return 0
     if not layer.output_shapes or any(out is None for out in layer.output_shapes):
         return None
     total = 0

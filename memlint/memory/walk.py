@@ -1681,7 +1681,7 @@ def _order(layers: list, by_name: dict, writes=None) -> tuple:
     of a shared Dense layer merged (``_merged_products``)."""
     calls = []
     for li, layer in enumerate(layers):
-        count = max(len(layer.inbound), len(layer.output_shapes), 1)
+        count = 0 if layer.idle else max(len(layer.inbound), len(layer.output_shapes), 1)
         calls += [(li, ci) for ci in range(count)]
     deps: dict = {node: set() for node in calls}
     users: dict = {node: [] for node in calls}

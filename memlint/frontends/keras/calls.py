@@ -212,6 +212,10 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
             # an object of a class memlint does not know, called on tensors: a custom layer
             layer = models.opaque_layer_from(interp, func)
             return models.call_layer(interp, layer, args, kwargs, node)
+        if getattr(interp, "tracing", 0) and not getattr(func, "runs_no_layer", False) \
+                and any(isinstance(v, Tensor) and (v.shape is None or len(v.shape) > 0)
+                        for v in flatten_structure([args, kwargs])):
+            interp.state.hidden_calls += 1  # a layer memlint cannot see may run here
         result = Unknown(f"call of a value not known statically ({func.reason})")
         class_name = getattr(func, "class_name", None)
         if class_name:  # a class defined in the analysed file: maybe a custom layer
@@ -245,6 +249,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return models.create_sequential(interp, args, kwargs, node)
     if name == "keras.Model":
         return models.create_functional(interp, args, kwargs, node)
+    if name == "keras.models.clone_model":
+        return models.clone_model(interp, args, kwargs, node)
     if name.startswith("keras.layers.") and short in _MERGE_FUNCTIONS:
         layer = models.create_layer(interp, _MERGE_FUNCTIONS[short], [], _without(kwargs, "inputs"), node)
         inputs = args[0] if args else kwargs.get("inputs")

@@ -76,6 +76,9 @@ class ClassObject:
     # its own train_step() runs what fit runs without calling the model (``self(x)``): the
     # step is traced from it on the whole batch, as for a model with no call()
     step_only: bool = False
+    # its traced call() or train_step() went through code that may call a layer memlint did
+    # not see (FileState.hidden_calls): a sub-layer nothing was seen to call may have run
+    hidden_calls: bool = False
     # a class derived from a registry layer: the parent configured by super().__init__
     base_instance: Any = None
     parent_call: Optional[tuple] = None  # (args, kwargs) given to super().__init__
@@ -241,7 +244,10 @@ def get_attribute(obj: Any, attr: str) -> Any:
     if attr in ("add_weight", "build", "compute_output_shape", "call", "summary", "compile",
                 "fit", "predict", "evaluate", "train_on_batch"):
         return ObjMethod(obj, attr)
-    return Unknown(f"attribute '{attr}' of {obj.cls.name} is not known statically")
+    unknown = Unknown(f"attribute '{attr}' of {obj.cls.name} is not known statically")
+    # what Keras's Model keeps from compile(): its loss and metrics run no layer of the model
+    unknown.runs_no_layer = attr in ("loss", "compiled_loss", "compiled_metrics")
+    return unknown
 
 
 def set_attribute(obj: ClassObject, attr: str, value: Any) -> None:
@@ -489,7 +495,7 @@ def model_graph(state, obj: ClassObject, input_override=None):
         else []
     for layer, index in own:
         traced.setdefault(id(layer), []).append(index)
-    pairs = []
+    pairs, called = [], []
     for layer in tracked_layers(obj):
         if isinstance(layer, ModelLayer):
             _build_sequential(state, layer.model)
@@ -497,11 +503,9 @@ def model_graph(state, obj: ClassObject, input_override=None):
             indices = traced.get(id(layer)) or [0]
             graph.layers.append(_node(layer, indices))
             pairs.append((layer, indices))
+            called.append(graph.layers[-1])
         else:
-            graph.layers.append(LayerNode(name=layer.name, type=layer.type,
-                                          location=layer.location,
-                                          unresolved="never called in call()"))
-    called = [node for node in graph.layers if node.unresolved != "never called in call()"]
+            graph.layers.append(_idle_node(obj, layer))
     names = operations.OperationNames(node.name for node in graph.layers)
     collect = operations.OperationCollector(names)
     for (layer, indices), node in zip(pairs, called):
@@ -519,6 +523,28 @@ def model_graph(state, obj: ClassObject, input_override=None):
                 name=f"{obj.cls.name}.call() result", type="Unknown", location=obj.location,
                 unresolved=obj.as_layer.error or "not known statically"))
     return graph
+
+
+def _idle_node(obj: ClassObject, layer) -> "LayerNode":
+    """A sub-layer the traced step never called.  Where nothing in the trace could have
+    called it unseen, it is what Keras shows: a built functional model (an EMA copy, a
+    target network) with its weights and own output, run by nothing in the step; a plain
+    layer with the weights it was built with (none, unbuilt).  Otherwise its size is not
+    known (it may have run in the code memlint did not follow)."""
+    from memlint.frontends.keras.graphs import own_output
+    from memlint.frontends.keras.nested import layer_weights, model_weights
+    from memlint.ir import LayerNode, ModelNode
+    own = own_output(layer.model) if isinstance(layer, ModelLayer) else None
+    if not obj.hidden_calls and own is not None:
+        return ModelNode(name=layer.name, type=layer.type, location=layer.location,
+                         config={"model": layer.model.name}, weights=model_weights(layer.model),
+                         own_output=own, idle=True)
+    if not obj.hidden_calls and isinstance(layer, LayerRef):
+        return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                         config=dict(layer.instance.config), weights=layer_weights(layer),
+                         idle=True)
+    return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                     unresolved="never called in call()")
 
 
 # ---------------------------------------------------------------------- as a layer
@@ -545,14 +571,18 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     step = obj.cls.methods.get("train_step") if obj.cls.kind == "model" else None
     if call is None and step is None:
         raise ClassUnresolved(f"{obj.cls.name} has no call() method")
-    if call is None or obj.step_only:
-        out = _train_step_output(layer, step, shapes, node)
-    else:
-        args, kwargs = _call_arguments(layer, shapes)
-        out = run_method(interp, obj, call, args, kwargs, node)
-        loss = obj.cls.methods.get("compute_loss") if obj.cls.kind == "model" else None
-        if loss is not None and layer.spread is None:
-            _trace_compute_loss(obj, loss, args[0], out, node)
+    hidden = interp.state.hidden_calls
+    try:
+        if call is None or obj.step_only:
+            out = _train_step_output(layer, step, shapes, node)
+        else:
+            args, kwargs = _call_arguments(layer, shapes)
+            out = run_method(interp, obj, call, args, kwargs, node)
+            loss = obj.cls.methods.get("compute_loss") if obj.cls.kind == "model" else None
+            if loss is not None and layer.spread is None:
+                _trace_compute_loss(obj, loss, args[0], out, node)
+    finally:
+        obj.hidden_calls |= interp.state.hidden_calls > hidden
     # what made each tensor call() returned (for the memory model's wiring of the inside)
     interp.state.returned_by = [t.producer if isinstance(t, Tensor) else None
                                 for t in flatten_structure(out)]

@@ -88,7 +88,7 @@ def _node(layer, call_indices: list) -> LayerNode:
             inner += call_record.saved
     elif isinstance(layer, ModelLayer):
         config, weights = {"model": layer.model.name}, model_weights(layer.model)
-        own = _own_output(layer.model) if unresolved is None else None
+        own = own_output(layer.model) if unresolved is None else None
         if unresolved is None:
             for call_record in records:
                 try:
@@ -119,7 +119,7 @@ def call_batches(records: list) -> list:
     return counts if any(c != 1 for c in counts) else []
 
 
-def _own_output(model) -> Any:
+def own_output(model) -> Any:
     """What Keras reports as a functional model's output: its outputs on its own inputs."""
     if not isinstance(model, FunctionalModel):
         return None

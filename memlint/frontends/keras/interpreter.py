@@ -28,6 +28,7 @@ from memlint.frontends.keras.loop_progress import (FixedPointWatch, ProgressWatc
                                                    forget_after_stop)
 from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
+from memlint.frontends.keras.slice_scan import may_call_layers
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
 from memlint.frontends.keras.values import (Array, ModuleValue, Ref, SequentialModel,
@@ -610,8 +611,11 @@ class Interpreter(ExpressionEvaluator):
         line = self.location(stmt).line
         what = "condition" if isinstance(stmt, cst.While) else "iterable"
         unknown_before = self._unknown_names()
+        summary = self.slicer.scanner.summary(stmt)
+        if getattr(self, "tracing", 0) and may_call_layers(summary):
+            self.state.hidden_calls += 1
         forgotten = self._forget_changed(
-            self.slicer.scanner.summary(stmt),
+            summary,
             f"changed by the loop at line {line}, whose {what} is not known statically",
             f"the layers the loop at line {line} adds: its {what} is not known statically",
             stmt)
@@ -740,6 +744,9 @@ class Interpreter(ExpressionEvaluator):
         other = stmt.orelse
         branch = [other] if isinstance(other, cst.If) else \
             list(other.body.body) if other is not None else []
+        if getattr(self, "tracing", 0) and any(
+                may_call_layers(self.slicer.scanner.summary(node)) for node in branch):
+            self.state.hidden_calls += 1  # the branch not followed may call a layer
         others = returned or any(b.kind in ("expr", "elem") for node in branch
                                  for b in self.slicer.scanner.summary(node).bindings) or any(
             m.findall(node, m.Return()) for node in branch)

@@ -262,6 +262,26 @@ def create_functional(interp, args: list, kwargs: dict, node) -> Any:
     return model
 
 
+def clone_model(interp, args: list, kwargs: dict, node) -> Any:
+    """``keras.models.clone_model(model)`` of a functional model: a model of the same
+    layers with weights of its own (an EMA copy, a target network), under the same name as
+    Keras gives it.  It shares the original's graph here: its layers' shapes and weights are
+    the original's, and it is a model of its own wherever it is held or called.  A
+    Sequential, or a ``clone_function`` that may change the layers, is not cloned."""
+    model = args[0] if args else kwargs.get("model")
+    changes = [k for k in ("input_tensors", "clone_function", "call_function")
+               if kwargs.get(k) is not None] + (["input_tensors"] if len(args) > 1 else [])
+    if not isinstance(model, FunctionalModel) or changes:
+        why = (f"its {changes[0]} may change the layers" if changes else
+               "only a functional model's clone is modelled")
+        interp.state.note_unresolved(interp.location(node), "clone_model()", why)
+        return Unknown(f"clone_model(): {why}")
+    clone = FunctionalModel(model.name, interp.location(node), model.inputs, model.outputs)
+    clone.dtype_policy, clone.trainable = model.dtype_policy, model.trainable
+    interp.state.models.append(clone)
+    return clone
+
+
 def _why_not_tensors(value: Any) -> str:
     """Why a model's inputs or outputs are not symbolic tensors: the first unknown value's
     reason, or what the value is."""

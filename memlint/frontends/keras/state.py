@@ -64,6 +64,10 @@ class FileState:
     applied_optimizers: list = field(default_factory=list)
     # keras.distribution.set_distribution(...): (strategy, number of models made before it)
     distribution: Optional[tuple] = None
+    # places inside traced code that may have called a layer memlint did not see (a loop
+    # skipped whose body calls more than assign() or builtins, a value not known called on
+    # a tensor): a layer class's sub-layer nothing was seen to call may have run there
+    hidden_calls: int = 0
 
     def allocate(self, count: int) -> bool:
         """Account for a bulk operation creating ``count`` elements; False when over budget."""
