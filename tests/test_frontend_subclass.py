@@ -1069,3 +1069,18 @@ def test_a_layer_the_step_may_have_called_unseen_stays_unknown():
 def test_copies_of_the_network_the_step_never_runs_match_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, HEADER + IDLE_COPIES)
+
+
+def test_clone_model_of_a_sequential_or_with_a_clone_function_is_noted_not_cloned():
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    for made, why in (("keras.models.clone_model(seq)", "only a functional model's clone"),
+                      ("keras.models.clone_model(net, clone_function=lambda l: l)",
+                       "its clone_function may change the layers")):
+        source = (HEADER + "seq = keras.Sequential([keras.Input((4,)), layers.Dense(2)])\n"
+                  "inputs = keras.Input((4,))\n"
+                  "net = keras.Model(inputs, layers.Dense(2)(inputs))\n"
+                  f"copy = {made}\n")
+        notes = [d.message for d in analyze_text(source, "f.py", Settings()).diagnostics
+                 if d.code == "MEM900"]
+        assert any(n.startswith("clone_model(): " + why) for n in notes), notes
