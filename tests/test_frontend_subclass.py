@@ -1084,3 +1084,31 @@ def test_clone_model_of_a_sequential_or_with_a_clone_function_is_noted_not_clone
         notes = [d.message for d in analyze_text(source, "f.py", Settings()).diagnostics
                  if d.code == "MEM900"]
         assert any(n.startswith("clone_model(): " + why) for n in notes), notes
+
+
+def test_an_optimizer_set_on_the_model_in_its_own_compile_is_the_one_applied():
+    # keras.io's Zero-DCE: compile(learning_rate) calls super().compile() with no optimizer,
+    # then sets self.optimizer; its train_step applies self.optimizer (Adam, not Keras's
+    # default RMSprop: two slots per weight, not one)
+    from memlint.frontends.keras import analyze_source
+    source = (HEADER + "class Enhancer(keras.Model):\n"
+              "    def __init__(self):\n"
+              "        super().__init__()\n"
+              "        self.net = keras.Sequential([keras.Input((8,)), layers.Dense(8)])\n"
+              "    def compile(self, learning_rate, **kwargs):\n"
+              "        super().compile(**kwargs)\n"
+              "        self.optimizer = keras.optimizers.Adam(learning_rate=learning_rate)\n"
+              "    def call(self, x):\n"
+              "        return self.net(x)\n"
+              "    def train_step(self, data):\n"
+              "        import tensorflow as tf\n"
+              "        with tf.GradientTape() as tape:\n"
+              "            loss = keras.ops.mean(self.net(data))\n"
+              "        grads = tape.gradient(loss, self.net.trainable_weights)\n"
+              "        self.optimizer.apply_gradients(zip(grads, self.net.trainable_weights))\n"
+              "        return {}\n"
+              "model = Enhancer()\n"
+              "model.compile(learning_rate=1e-4)\n"
+              "model.fit(np.zeros((32, 8)), batch_size=8)\n")
+    (graph,) = analyze_source(source, "f.py").models
+    assert graph.setup.optimizer.name == "adam"

@@ -374,12 +374,23 @@ def _own_compile(interp, obj: ClassObject, fn, args: list, kwargs: dict, node) -
     and keeps the optimizers it is given for its ``train_step()`` (``d_optimizer``,
     ``g_optimizer``): those are the model's, recorded as this compile()'s (the analysis
     keeps the one with the most state)."""
-    before = len(obj.usage.get("compile", []))
+    from memlint.frontends.keras import compiled
+    before, kept = len(obj.usage.get("compile", [])), obj.attrs.get("optimizer")
     out = run_method(interp, obj, fn, args, kwargs, node)
     given = [v for v in list(args) + list(kwargs.values()) if isinstance(v, Optimizer)]
-    if len(obj.usage.get("compile", [])) == before and given:
-        from memlint.frontends.keras import compiled
-        loc = interp.location(node)
+    records = obj.usage.get("compile", [])
+    loc = interp.location(node)
+    assigned = obj.attrs.get("optimizer")
+    if isinstance(assigned, Optimizer) and assigned is not kept:
+        # ``self.optimizer = Adam(...)`` after super().compile() (keras.io's Zero-DCE): the
+        # optimizer Keras's step or the class's own applies is that one
+        if len(records) > before:
+            call_args, call_kwargs, loc = records[-1]
+            records[-1] = (call_args, {**call_kwargs, "optimizer": assigned}, loc)
+        else:
+            obj.usage.setdefault("compile", []).append(([], {"optimizer": assigned}, loc))
+        compiled.record(obj)
+    elif len(records) == before and given:
         obj.usage.setdefault("compile", []).append(
             ([], {"optimizer": given[0], "optimizers_given": given[1:]}, loc))
         compiled.record(obj)
