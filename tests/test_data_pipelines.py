@@ -36,6 +36,7 @@ _SAME = re.compile(r"^#\s*same-estimate-as:\s*(\S+)", re.MULTILINE)
 # files or records would make a smaller first batch) and the oracle's batch taking.
 STATED = {
     "generator_function_fit.py": ("model", "fit", 40, [[100]]),
+    "generator_zip_image_mask_flows.py": ("model", "fit", 2, [[64, 64, 1]]),
     "image_data_generator_flow.py": ("model", "fit", 64, [[32, 32, 3]]),
     "image_data_generator_flow_from_directory.py":
         ("model", "fit_generator", 20, [[150, 150, 3]]),

@@ -305,3 +305,23 @@ def test_a_factory_returning_a_model_chosen_by_a_condition_not_known():
     notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
     assert any("another branch may build another: not estimated" in n for n in notes), notes
     assert not any("never calls" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("branch,kept", [
+    # the U-Net repository's adjustData(): scaled only where the data is not yet in [0, 1]
+    ("    img = img / 255\n    mask = mask / 255\n    mask[mask > 0.5] = 1\n", True),
+    ("    img = img[:, ::2]\n", False),  # a branch that changes the shape
+    ("    img = img / 255\nelse:\n    img = img[:, ::2]\n", False),  # another branch binds it
+])
+def test_an_array_an_undecided_branch_leaves_with_its_shape_keeps_it(branch, kept):
+    from memlint.frontends.keras.values import Array
+    got, state = run("import numpy as np\n"
+                     "img = np.zeros((2, 256, 256, 1), dtype='uint8')\n"
+                     "mask = np.zeros((2, 256, 256, 1), dtype='float32')\n"
+                     "import sys\n"
+                     "if len(sys.argv) > 1:\n" + branch)
+    if kept:  # uint8 / 255 is float64 on one path only: the dtype is not known after it
+        assert (got["img"], got["mask"]) == (Array((2, 256, 256, 1), None),
+                                             Array((2, 256, 256, 1), "float32"))
+    else:
+        assert is_unknown(got["img"])

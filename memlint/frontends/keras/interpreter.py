@@ -729,6 +729,8 @@ class Interpreter(ExpressionEvaluator):
         # (the note is made once per if: the names it quotes are only needed then)
         unknown_before = self._unknown_names() if id(stmt) not in self.undecided_ifs \
             else set()
+        arrays = {name: value for name in self.slicer.scanner.summary(stmt).bound
+                  if isinstance(value := self._value_of(name), Array)}
         returned = False
         try:
             self.exec_block(stmt.body.body)
@@ -736,14 +738,30 @@ class Interpreter(ExpressionEvaluator):
             returned = True
             raise
         finally:  # also when the branch returns or breaks
-            self._after_undecided_if(stmt, line, made, unknown_before, returned)
+            self._after_undecided_if(stmt, line, made, unknown_before, returned, arrays)
+
+    def _value_of(self, name: str) -> Any:
+        return next((scope[name] for scope in (self.scope, *self.outer, self.globals)
+                     if name in scope), None)
 
     def _after_undecided_if(self, stmt: cst.If, line: int, made: int, unknown_before: set,
-                            returned: bool) -> None:
+                            returned: bool, arrays: dict) -> None:
         summary = self.slicer.scanner.summary(stmt)
         other = stmt.orelse
         branch = [other] if isinstance(other, cst.If) else \
             list(other.body.body) if other is not None else []
+        # an array the branch followed leaves with its shape, where no other branch binds
+        # it (``if np.max(img) > 1: img = img / 255``), has that shape after the if either
+        # way: kept, its dtype where both agree
+        bound_elsewhere = {b.name for node in branch
+                           for b in self.slicer.scanner.summary(node).bindings}
+        same_shape = {}
+        for name, old in arrays.items():
+            new = self._value_of(name)
+            if name not in bound_elsewhere and not returned and isinstance(new, Array) and \
+                    tuple(new.shape) == tuple(old.shape):
+                same_shape[name] = Array(tuple(old.shape),
+                                         old.dtype if old.dtype == new.dtype else None)
         if getattr(self, "tracing", 0) and any(
                 may_call_layers(self.slicer.scanner.summary(node)) for node in branch):
             self.state.hidden_calls += 1  # the branch not followed may call a layer
@@ -762,6 +780,12 @@ class Interpreter(ExpressionEvaluator):
             f"set in a branch of the if at line {line}, whose condition is not known "
             "statically", f"the layers a branch of the if at line {line} may add: its "
             "condition is not known statically", stmt)
+        for name, value in same_shape.items():
+            for scope in (self.scope, *self.outer, self.globals):
+                if name in scope:
+                    scope[name] = value
+                    break
+        forgotten = [name for name in forgotten if name not in same_shape]
         if id(stmt) not in self.undecided_ifs:  # once, as in a loop it runs again
             self.undecided_ifs.add(id(stmt))
             self.state.note_unresolved(
