@@ -277,10 +277,16 @@ class UpSampling1D(_UpSampling):
 
 @register
 class UpSampling2D(_UpSampling):
-    """``UpSampling2D(size=(2, 2))`` over (rows, cols, channels)."""
+    """``UpSampling2D(size=(2, 2), data_format=None, interpolation="nearest")`` over (rows,
+    cols, channels); the interpolation decides how XLA computes it (memory/walk.py), not
+    the shape (None where it is not known statically)."""
 
     name = "UpSampling2D"
     rank = 2
+
+    def configure(self, args: Args) -> dict:
+        how = args.get("interpolation", "nearest", pos=2)
+        return {**super().configure(args), "interpolation": how if isinstance(how, str) else None}
 
 
 @register

@@ -683,7 +683,8 @@ class Walk(XlaFusion):
                     buf = self.alloc(*(size or (0, 0)), "live", label, layer.name)
                 t = _Tensor(buf, sources=sources,
                             materialized=not (self.profile.sign == "xla" and (
-                                layer.type in _FUSIBLE or (kind is not None and kind.elementwise))))
+                                layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
+                                or _nearest_upsampling(layer))))
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
             t.wide = element == 4
@@ -1615,6 +1616,15 @@ class Walk(XlaFusion):
 
 _NO_CAST = frozenset({"BatchNormalization", "LayerNormalization", "GroupNormalization",
                       "Normalization"})
+def _nearest_upsampling(layer) -> bool:
+    """An UpSampling layer that repeats rows (``interpolation="nearest"``): under XLA a
+    loop fusion like an element-wise call's, which a padding reader computes as it reads
+    (H100 predict plan of UpSampling2D -> Conv2D(16, 2, padding="same"): one pad fusion
+    writes the padded, upsampled map; no upsampled copy)."""
+    return layer.type in ("UpSampling1D", "UpSampling3D") or (
+        layer.type == "UpSampling2D" and (layer.config or {}).get("interpolation") == "nearest")
+
+
 # Max pooling's select-and-scatter scratch (memlint/layers/pooling.py).
 _WINDOW_SCRATCH = frozenset({"window indices", "window values"})
 # Layers whose input gradient is a broadcast of their output's.
