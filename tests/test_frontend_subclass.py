@@ -1112,3 +1112,25 @@ def test_an_optimizer_set_on_the_model_in_its_own_compile_is_the_one_applied():
               "model.fit(np.zeros((32, 8)), batch_size=8)\n")
     (graph,) = analyze_source(source, "f.py").models
     assert graph.setup.optimizer.name == "adam"
+
+
+def test_layers_of_a_model_whose_step_was_never_traced_are_not_idle():
+    # fitted on data of a shape not known: call() never ran here, so nothing says its
+    # layers are idle (a false "fits" at 0 B otherwise)
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    source = (HEADER + "import pandas as pd\n"
+              "x = pd.read_csv('data.csv').values\n"
+              "class Net(keras.Model):\n"
+              "    def __init__(self):\n"
+              "        super().__init__()\n"
+              "        self.a = layers.Dense(4096, activation='relu')\n"
+              "    def call(self, x):\n"
+              "        return self.a(x)\n"
+              "model = Net()\n"
+              "model.compile('adam', 'mse')\n"
+              "model.fit(x, np.zeros((100, 4096)), batch_size=64)\n")
+    report = analyze_text(source, "f.py", Settings())
+    assert [(n.unresolved, n.idle) for n in report.models[0].layers] == [
+        ("never called in call()", False)]
+    assert not report.breakdowns[0].complete

@@ -540,17 +540,18 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
     """A sub-layer the traced step never called.  Where nothing in the trace could have
     called it unseen, it is what Keras shows: a built functional model (an EMA copy, a
     target network) with its weights and own output, run by nothing in the step; a plain
-    layer with the weights it was built with (none, unbuilt).  Otherwise its size is not
-    known (it may have run in the code memlint did not follow)."""
+    layer with the weights it was built with (none, unbuilt).  Otherwise (the step was not
+    traced, or may have called it unseen) its size is not known."""
     from memlint.frontends.keras.graphs import own_output
     from memlint.frontends.keras.nested import layer_weights, model_weights
     from memlint.ir import LayerNode, ModelNode
     own = own_output(layer.model) if isinstance(layer, ModelLayer) else None
-    if not obj.hidden_calls and own is not None:
+    seen_all = not obj.hidden_calls and obj.as_layer is not None and bool(obj.as_layer.calls)
+    if seen_all and own is not None:
         return ModelNode(name=layer.name, type=layer.type, location=layer.location,
                          config={"model": layer.model.name}, weights=model_weights(layer.model),
                          own_output=own, idle=True)
-    if not obj.hidden_calls and isinstance(layer, LayerRef):
+    if seen_all and isinstance(layer, LayerRef):
         return LayerNode(name=layer.name, type=layer.type, location=layer.location,
                          config=dict(layer.instance.config), weights=layer_weights(layer),
                          idle=True)
