@@ -1134,3 +1134,35 @@ def test_layers_of_a_model_whose_step_was_never_traced_are_not_idle():
     assert [(n.unresolved, n.idle) for n in report.models[0].layers] == [
         ("never called in call()", False)]
     assert not report.breakdowns[0].complete
+
+
+def test_a_layer_only_a_train_step_beside_call_runs_is_not_idle():
+    # the trace follows call(); the train_step() of its own that fit runs also calls the
+    # teacher, which call() never does: its size stays unknown, not 0 B of activations
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    source = (HEADER + "import tensorflow as tf\n"
+              "def net():\n"
+              "    inputs = keras.Input((8,))\n"
+              "    return keras.Model(inputs, layers.Dense(4)(inputs))\n"
+              "class Distiller(keras.Model):\n"
+              "    def __init__(self):\n"
+              "        super().__init__()\n"
+              "        self.student, self.teacher = net(), net()\n"
+              "    def call(self, x):\n"
+              "        return self.student(x)\n"
+              "    def train_step(self, data):\n"
+              "        x, y = data\n"
+              "        soft = self.teacher(x, training=False)\n"
+              "        with tf.GradientTape() as tape:\n"
+              "            loss = keras.ops.mean((self(x) - soft) ** 2)\n"
+              "        grads = tape.gradient(loss, self.student.trainable_weights)\n"
+              "        self.optimizer.apply_gradients(zip(grads, self.student.trainable_weights))\n"
+              "        return {}\n"
+              "model = Distiller()\n"
+              "model.compile('adam')\n"
+              "model.fit(np.zeros((32, 8)), np.zeros((32, 4)), batch_size=8)\n")
+    report = analyze_text(source, "f.py", Settings())
+    teacher = report.models[0].layers[1]
+    assert (teacher.unresolved, teacher.idle) == ("never called in call()", False)
+    assert not report.breakdowns[0].complete

@@ -546,7 +546,12 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
     from memlint.frontends.keras.nested import layer_weights, model_weights
     from memlint.ir import LayerNode, ModelNode
     own = own_output(layer.model) if isinstance(layer, ModelLayer) else None
-    seen_all = not obj.hidden_calls and obj.as_layer is not None and bool(obj.as_layer.calls)
+    # the trace followed the step fit runs: a train_step() of its own beside call() is not
+    # traced (its calls of other layers, a distiller's teacher, are not seen)
+    step_traced = "train_step" not in obj.cls.methods or "call" not in obj.cls.methods \
+        or obj.step_only
+    seen_all = not obj.hidden_calls and step_traced and obj.as_layer is not None \
+        and bool(obj.as_layer.calls)
     if seen_all and own is not None:
         return ModelNode(name=layer.name, type=layer.type, location=layer.location,
                          config={"model": layer.model.name}, weights=model_weights(layer.model),
