@@ -1166,3 +1166,73 @@ def test_a_layer_only_a_train_step_beside_call_runs_is_not_idle():
     teacher = report.models[0].layers[1]
     assert (teacher.unresolved, teacher.idle) == ("never called in call()", False)
     assert not report.breakdowns[0].complete
+
+
+def test_a_layer_handed_to_a_function_memlint_does_not_evaluate_is_not_idle():
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    source = IDLE_COPIES.replace(
+        "        return self.network(x)\n",
+        "        keras.ops.vectorized_map(self.ema_network, x)\n"
+        "        return self.network(x)\n")
+    report = analyze_text(HEADER + source, "f.py", Settings())
+    assert report.models[0].layers[1].unresolved == "never called in call()"
+    assert not report.breakdowns[0].complete
+
+
+# keras.io's denoising diffusion model, cut down: no call(), a train_step() that trains the
+# network under a tape through a helper, updates an EMA copy of it in a loop over weights
+# and a metric; the EMA copy (a clone) is idle, what the step runs is sized
+DIFFUSION = (
+    "import tensorflow as tf\n"
+    "from keras import ops\n"
+    "def network():\n"
+    "    images = keras.Input((16, 16, 3))\n"
+    "    rates = keras.Input((1, 1, 1))\n"
+    "    e = layers.UpSampling2D(size=16)(rates)\n"
+    "    x = layers.Concatenate()([layers.Conv2D(8, 1)(images), e])\n"
+    "    return keras.Model([images, rates], layers.Conv2D(3, 1)(x))\n"
+    "class Diffusion(keras.Model):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.network = network()\n"
+    "        self.ema_network = keras.models.clone_model(self.network)\n"
+    "        self.tracker = keras.metrics.Mean(name='loss')\n"
+    "    def denoise(self, noisy, rates, training):\n"
+    "        net = self.network if training else self.ema_network\n"
+    "        return net([noisy, rates ** 2], training=training)\n"
+    "    def train_step(self, images):\n"
+    "        noises = keras.random.normal(shape=ops.shape(images))\n"
+    "        times = keras.random.uniform((ops.shape(images)[0], 1, 1, 1))\n"
+    "        angles = ops.cast(ops.arccos(0.95), 'float32') * times\n"
+    "        rates = ops.sin(angles)\n"
+    "        noisy = ops.cos(angles) * images + rates * noises\n"
+    "        with tf.GradientTape() as tape:\n"
+    "            pred = self.denoise(noisy, rates, training=True)\n"
+    "            loss = self.loss(noises, pred)\n"
+    "        grads = tape.gradient(loss, self.network.trainable_weights)\n"
+    "        self.optimizer.apply_gradients(zip(grads, self.network.trainable_weights))\n"
+    "        self.tracker.update_state(loss)\n"
+    "        for w, ema_w in zip(self.network.weights, self.ema_network.weights):\n"
+    "            ema_w.assign(0.999 * ema_w + 0.001 * w)\n"
+    "        return {'loss': self.tracker.result()}\n"
+    "model = Diffusion()\n"
+    "model.compile(optimizer='adam', loss=keras.losses.mean_absolute_error)\n"
+    "model.fit(np.zeros((64, 16, 16, 3), dtype='float32'), batch_size=8)\n"
+)
+
+
+def test_a_diffusion_models_ema_copy_is_idle_and_its_step_sized():
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    report = analyze_text(HEADER + DIFFUSION, "f.py", Settings())
+    graph, memory = report.models[0], report.breakdowns[0]
+    assert [(n.name, n.idle, n.params) for n in graph.layers] == [
+        ("functional", False, 62), ("functional", True, 62)]
+    assert memory.complete and memory.category("weights") == 2 * 62 * 4
+
+
+@pytest.mark.oracle
+def test_a_diffusion_models_ema_copy_matches_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + DIFFUSION)

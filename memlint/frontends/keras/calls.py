@@ -212,10 +212,8 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
             # an object of a class memlint does not know, called on tensors: a custom layer
             layer = models.opaque_layer_from(interp, func)
             return models.call_layer(interp, layer, args, kwargs, node)
-        if getattr(interp, "tracing", 0) and not getattr(func, "runs_no_layer", False) \
-                and any(isinstance(v, Tensor) and (v.shape is None or len(v.shape) > 0)
-                        for v in flatten_structure([args, kwargs])):
-            interp.state.hidden_calls += 1  # a layer memlint cannot see may run here
+        if not getattr(func, "runs_no_layer", False):
+            _note_hidden_calls(interp, args, kwargs)
         result = Unknown(f"call of a value not known statically ({func.reason})")
         class_name = getattr(func, "class_name", None)
         if class_name:  # a class defined in the analysed file: maybe a custom layer
@@ -228,6 +226,18 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
 # what, called on a tensor, is a layer call (runs on each part of a tensor of several batches)
 _LAYER_LIKE = (LayerRef, OpaqueLayer, SequentialModel, FunctionalModel, ModelLayer,
                classes.ClassObject, classes.ClassLayer)
+
+
+def _note_hidden_calls(interp, args: list, kwargs: dict) -> None:
+    """Inside a traced call() or train_step(), a call memlint does not evaluate, given a
+    tensor, a layer or a function (``ops.vectorized_map(self.encoder, x)``): a layer may run
+    there unseen (``FileState.hidden_calls``).  A model's attribute (``tape.gradient(loss,
+    model.trainable_weights)``) is none of these."""
+    if getattr(interp, "tracing", 0) and any(
+            isinstance(v, Tensor) and (v.shape is None or len(v.shape) > 0)
+            or isinstance(v, _LAYER_LIKE + (UserFunction, Partial, classes.ObjMethod))
+            for v in flatten_structure([args, kwargs])):
+        interp.state.hidden_calls += 1
 
 
 def _has_tensor(args: list, kwargs: dict) -> bool:
@@ -381,6 +391,7 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         constant = tensor_ops.constant(name, args, kwargs)
         if constant is not None:  # ops.arccos(0.95): a tensor, run at once, in no graph
             return constant
+    _note_hidden_calls(interp, args, kwargs)
     result = Unknown(f"call to {name} is not evaluated")
     if short[:1].isupper():  # a class: if it is used as a layer, it is a custom layer
         result.constructed = (short, interp.location(node),
