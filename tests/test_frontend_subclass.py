@@ -1236,3 +1236,60 @@ def test_a_diffusion_models_ema_copy_is_idle_and_its_step_sized():
 def test_a_diffusion_models_ema_copy_matches_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, HEADER + DIFFUSION)
+
+
+# keras.io's MLP-Mixer and FNet, cut down: Sequentials of layer classes with no Input,
+# built when the functional model first calls them; a position embedding sliced from a
+# weight and broadcast to the input's shape; a Fourier transform of the tokens
+MIXER = (
+    "from keras import ops\n"
+    "class Mixer(layers.Layer):\n"
+    "    def __init__(self, patches, units, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.mlp1 = keras.Sequential([layers.Dense(patches, activation='gelu'),\n"
+    "                                      layers.Dense(patches)])\n"
+    "        self.norm = layers.LayerNormalization()\n"
+    "    def call(self, x):\n"
+    "        y = ops.transpose(self.mlp1(ops.transpose(self.norm(x), (0, 2, 1))), (0, 2, 1))\n"
+    "        return x + y\n"
+    "class FNet(layers.Layer):\n"
+    "    def __init__(self, units, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.ffn = keras.Sequential([layers.Dense(units, activation='gelu')])\n"
+    "    def call(self, x):\n"
+    "        real = ops.fft2((x, ops.zeros_like(x)))[0]\n"
+    "        return self.ffn(real + x)\n"
+    "class PositionEmbedding(layers.Layer):\n"
+    "    def __init__(self, length, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.length = length\n"
+    "    def build(self, input_shape):\n"
+    "        self.table = self.add_weight(shape=[self.length, input_shape[-1]])\n"
+    "    def call(self, x):\n"
+    "        shape = ops.shape(x)\n"
+    "        table = ops.slice(ops.convert_to_tensor(self.table), (0, 0), (shape[-2], shape[-1]))\n"
+    "        return ops.broadcast_to(table, shape)\n"
+    "blocks = keras.Sequential([Mixer(16, 32) for _ in range(2)])\n"
+    "inputs = keras.Input((16, 32))\n"
+    "x = inputs + PositionEmbedding(16)(inputs)\n"
+    "x = keras.Sequential([FNet(32), FNet(32)])(blocks(x))\n"
+    "model = keras.Model(inputs, layers.Dense(10)(layers.GlobalAveragePooling1D()(x)))\n"
+    "model.compile('adam', 'sparse_categorical_crossentropy')\n"
+    "model.fit(np.zeros((64, 16, 32)), np.zeros((64,)), batch_size=16)\n"
+)
+
+
+def test_sequentials_of_layer_classes_built_on_their_first_call_are_sized():
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    report = analyze_text(HEADER + MIXER, "f.py", Settings())
+    (graph,) = [g for g in report.models if g.variable == "model"]
+    assert all(n.unresolved is None for n in graph.layers), \
+        [(n.name, n.unresolved) for n in graph.layers]
+    assert report.breakdowns[report.models.index(graph)].complete
+
+
+@pytest.mark.oracle
+def test_sequentials_of_layer_classes_built_on_their_first_call_match_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + MIXER)

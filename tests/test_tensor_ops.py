@@ -73,6 +73,11 @@ CASES = [
     ("keras.ops.cumsum", [X], {"axis": 1}, (None, 4, 6)),
     ("keras.ops.conj", [X], {}, (None, 4, 6)),
     ("keras.ops.linspace", [0.0, 1.0, 16], {}, (16,)),
+    # shapes given as arguments, and the Fourier transforms' (real, imaginary) pairs
+    ("keras.ops.broadcast_to", [Tensor((None, 1, 6)), (None, 4, 6)], {}, (None, 4, 6)),
+    ("keras.ops.slice", [X, (0, 1, 0), (2, 2, 6)], {}, (2, 2, 6)),
+    ("keras.ops.convert_to_tensor", [X], {}, (None, 4, 6)),
+    ("keras.ops.fft2", [(X, X)], {}, [(None, 4, 6), (None, 4, 6)]),
     # TensorFlow's matrix product with a transposed operand (attention scores)
     ("tensorflow.matmul", [X, Tensor((None, 5, 6))], {"transpose_b": True}, (None, 4, 5)),
     ("tensorflow.linalg.matmul", [Tensor((None, 6, 4)), Y], {"transpose_a": True},
@@ -117,6 +122,32 @@ def test_every_element_wise_and_reducing_keras_op_has_keras_shape_and_name():
             assert to_snake_case(type(made._keras_history[0]).__name__) == stem, name
             checked += 1
     assert checked >= 140
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,args", [
+    ("broadcast_to", [(None, 1, 6), (None, 4, 6)]), ("slice", [(None, 4, 6), (0, 1, 0), (2, 2, 6)]),
+    ("convert_to_tensor", [(None, 4, 6)]), ("fft", [[(None, 4, 6), (None, 4, 6)]]),
+    ("fft2", [[(None, 4, 6), (None, 4, 6)]]), ("ifft2", [[(None, 4, 6), (None, 4, 6)]]),
+])
+def test_shape_argument_and_fourier_ops_have_keras_shapes_and_names(name, args):
+    from tests.conftest import require_keras
+    require_keras()
+    import keras
+    from memlint.frontends.keras.names import to_snake_case
+    if isinstance(args[0], list):  # a (real, imaginary) pair
+        keras_args = [tuple(keras.KerasTensor(s) for s in args[0])]
+        ours = [tuple(Tensor(s) for s in args[0])]
+    else:
+        keras_args = [keras.KerasTensor(args[0]), *args[1:]]
+        ours = [Tensor(args[0]), *args[1:]]
+    made = getattr(keras.ops, name)(*keras_args)
+    made = list(made) if isinstance(made, (tuple, list)) else made
+    stem, shape = operation_shape("keras.ops." + name, ours, {})
+    assert shape == ([tuple(m.shape) for m in made] if isinstance(made, list)
+                     else tuple(made.shape))
+    first = made[0] if isinstance(made, list) else made
+    assert to_snake_case(type(first._keras_history[0]).__name__) == stem
 
 
 @pytest.mark.oracle

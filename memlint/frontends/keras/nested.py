@@ -44,7 +44,7 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
     if isinstance(model, SequentialModel):
         shape = shapes
         for layer in model.layers:
-            shape = sequential_step(layer, shape, depth)
+            shape = sequential_step(layer, shape, depth, trace=True)
         return shape
     declared = model_input_shapes(model)
     if declared is None:
@@ -147,9 +147,11 @@ def _rerun_operation(recorded: list, inbound: list) -> Any:
     return out
 
 
-def sequential_step(layer, shape, depth: int = 0) -> Any:
+def sequential_step(layer, shape, depth: int = 0, trace: bool = False) -> Any:
     """The output shape of one layer of a Sequential on ``shape`` (no call recorded).  A
-    layer built here for the first time gets its weights, as Keras builds it on this call."""
+    layer built here for the first time gets its weights, as Keras builds it on this call;
+    with ``trace``, a layer class of the file never called yet (a Sequential with no Input,
+    built when a model first calls it) has its call() traced on ``shape``."""
     if isinstance(layer, ModelLayer):
         return nested_output(layer.model, shape, depth + 1)
     if isinstance(layer, LayerRef):
@@ -157,6 +159,12 @@ def sequential_step(layer, shape, depth: int = 0) -> Any:
         if layer.weights is None:
             layer.weights = weights
         return out
+    if trace and getattr(layer, "obj", None) is not None and not layer.calls:
+        # a layer class of the file in a Sequential first called here (no Input of its
+        # own): Keras builds and runs it on this shape, so its call() is traced now
+        from memlint.frontends.keras.models import apply
+        from memlint.frontends.keras.values import Tensor
+        apply(layer.obj.interp.state, layer, Tensor(tuple(shape)), layer.location)
     if getattr(layer, "obj", None) is not None and layer.calls:  # ClassLayer
         if layer.calls[0].output_shape is None:
             raise UnresolvedArgument("layers", f"layer '{layer.name}' is not known")

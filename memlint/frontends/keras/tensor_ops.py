@@ -112,6 +112,47 @@ def _linspace(args, kwargs):
     return (num,)
 
 
+def _dims(value: Any, name: str) -> tuple:
+    """A shape given as an argument: ints, and None for the batch (``ops.shape(x)``)."""
+    if isinstance(value, (tuple, list)) and all(
+            d is None or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
+            for d in value):
+        return tuple(value)
+    raise UnresolvedArgument(name, f"{name} is not known statically")
+
+
+def _broadcast_to(args, kwargs):
+    """``broadcast_to(x, shape)``: ``shape``, where ``x`` broadcasts to it."""
+    shape = _dims(_arg(args, kwargs, 1, "shape"), "shape")
+    x = _shape_of(_arg(args, kwargs, 0, "x"))
+    if len(x) > len(shape) or broadcast(x, shape) != shape:
+        raise LayerError(f"a tensor of shape {format_shape(x)} cannot be broadcast to "
+                         f"{format_shape(shape)}")
+    return shape
+
+
+def _slice(args, kwargs):
+    """``slice(inputs, start_indices, shape)``: a block of ``shape``."""
+    x = _shape_of(_arg(args, kwargs, 0, "inputs"))
+    shape = _dims(_arg(args, kwargs, 2, "shape"), "shape")
+    if len(shape) != len(x):
+        raise LayerError(f"slice of shape {format_shape(shape)} from a tensor of rank {len(x)}")
+    return shape
+
+
+def _fourier(args, kwargs):
+    """``fft((real, imag))`` and its kin: the real and imaginary parts, each of the
+    operands' shape."""
+    parts = _arg(args, kwargs, 0, "x")
+    if not isinstance(parts, (tuple, list)) or len(parts) != 2:
+        raise UnresolvedArgument("x", "not a (real, imaginary) pair known statically")
+    real, imag = (_shape_of(_as_operand(p)) for p in parts)
+    if real != imag:
+        raise LayerError(f"the real and imaginary parts differ: {format_shape(real)}, "
+                         f"{format_shape(imag)}")
+    return [real, imag]
+
+
 def _matmul(args, kwargs):
     return _product(_shape_of(_arg(args, kwargs, 0, "x1")), _shape_of(_arg(args, kwargs, 1, "x2")))
 
@@ -488,6 +529,10 @@ _register(_UNARY, None, _same)
 _register("conj conjugate", "conjugate", _same)
 _register("cumsum cumprod", None, _cumulative)
 _register("linspace", None, _linspace)
+_register("convert_to_tensor", None, _same)
+_register("broadcast_to", None, _broadcast_to)
+_register("slice", None, _slice)
+_register("fft fft2 ifft2", None, _fourier)
 _register("swish", "silu", _same)
 _register("hard_swish", "hard_silu", _same)
 _register("abs absolute", "absolute", _same)
