@@ -180,3 +180,39 @@ def test_layers_made_through_partial_getattr_and_lambdas():
     assert [l.type for l in got["model"].layers] == [
         "InputLayer", "Conv2D", "GroupNormalization", "ReLU"]
     assert [l.output_shape for l in got["mlp"].layers] == [(None, 16), (None, 8)]
+
+
+def test_a_generator_wrapper_guarded_by_return_none_hands_its_generator_on():
+    # keras-yolo3's data_generator_wrapper: `if n == 0 or batch_size <= 0: return None` on
+    # a count read from a file; the generator after the guard is what fit gets
+    result = analyze(
+        "import numpy as np\nimport keras\nfrom keras import layers\n"
+        "lines = open('train.txt').readlines()\n"
+        "def generator(lines, batch_size):\n"
+        "    while True:\n"
+        "        yield np.zeros((batch_size, 8)), np.zeros((batch_size, 2))\n"
+        "def wrapper(lines, batch_size):\n"
+        "    n = len(lines)\n"
+        "    if n == 0 or batch_size <= 0: return None\n"
+        "    return generator(lines, batch_size)\n"
+        "model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])\n"
+        "model.compile('adam', 'mse')\n"
+        "model.fit(wrapper(lines, 24), steps_per_epoch=10)\n")
+    (graph,) = result.models
+    assert graph.setup.batch_size == 24
+    assert any("the branch that returns None was not followed" in d.message
+               for d in result.diagnostics)
+
+
+def test_a_lambda_is_called_with_its_arguments():
+    # Lambda(f, arguments={...}) calls f(inputs, **arguments) (keras-yolo3's loss layer)
+    result = analyze(
+        "import keras\nfrom keras import layers, ops\n"
+        "def scaled(x, factor, axis=-1):\n"
+        "    return ops.sum(x, axis=axis) * factor\n"
+        "inputs = keras.Input((4, 6))\n"
+        "out = layers.Lambda(scaled, arguments={'factor': 2.0, 'axis': 1})(inputs)\n"
+        "model = keras.Model(inputs, out)\n")
+    (graph,) = result.models
+    assert graph.layers[-1].output_shapes == [(None, 6)]
+    assert not [d for d in result.diagnostics if "do not match" in d.message]

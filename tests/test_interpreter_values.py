@@ -126,6 +126,19 @@ PURE_SNIPPETS = {
     "math_functions": (
         "import math\nr = (math.ceil(2.1), math.floor(2.9), math.sqrt(16), math.ceil(224 / 32))\n"),
     "boolean_operators_values": "r = (0 or 5, 3 and 4, not 0, None or 'x')\n",
+    # Keras 2 YOLO code's compose(*funcs): functions folded into one with functools.reduce
+    "functools_reduce_compose": (
+        "from functools import reduce\n"
+        "def compose(*funcs):\n"
+        "    return reduce(lambda f, g: lambda *a, **kw: g(f(*a, **kw)), funcs)\n"
+        "r = (compose(lambda x: x + 1, lambda x: x * 3)(2), reduce(lambda a, b: a * b, [2, 3, 4]),\n"
+        "     reduce(lambda a, b: a + b, [], 7))\n"),
+    # a guard that gives nothing back is not the path followed
+    "return_none_guard": (
+        "def wrap(n, batch):\n"
+        "    if n == 0 or batch <= 0: return None\n"
+        "    return batch * 2\n"
+        "r = wrap(5, 16)\n"),
 }
 
 

@@ -228,6 +228,27 @@ _LAYER_LIKE = (LayerRef, OpaqueLayer, SequentialModel, FunctionalModel, ModelLay
                classes.ClassObject, classes.ClassLayer)
 
 
+def _reduce(interp, args: list, node) -> Any:
+    """``functools.reduce(fn, items[, initial])`` over a sequence known statically (a
+    ``compose(*funcs)`` helper folding layers into one function, as Keras 2 YOLO code
+    does); each step is a call of ``fn``."""
+    fn, items = args[0], args[1]
+    if not isinstance(items, (list, tuple, range)):
+        return Unknown("reduce() over a sequence not known statically")
+    items = list(items)
+    if len(args) == 3:
+        items.insert(0, args[2])
+    if not items:
+        interp.lookup_failed("TypeError")
+        return Unknown("reduce() of an empty sequence with no initial value")
+    if len(items) > MAX_SEQUENCE or not interp.state.allocate(len(items)):
+        return Unknown("reduce() over a sequence too large to evaluate")
+    acc = items[0]
+    for item in items[1:]:
+        acc = call(interp, fn, [acc, item], {}, node)
+    return acc
+
+
 def _note_hidden_calls(interp, args: list, kwargs: dict) -> None:
     """Inside a traced call() or train_step(), a call memlint does not evaluate, given a
     tensor, a layer or a function (``ops.vectorized_map(self.encoder, x)``): a layer may run
@@ -369,6 +390,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return _copied(args[0], deep=name == "copy.deepcopy")
     if name == "functools.partial" and args:
         return Partial(args[0], tuple(args[1:]), dict(kwargs))
+    if name == "functools.reduce" and len(args) in (2, 3) and not kwargs:
+        return _reduce(interp, args, node)
     if name == "builtins.getattr" and len(args) in (2, 3) and isinstance(args[1], str):
         return get_attribute(interp, args[0], args[1], node)
     if name == "builtins.map" and len(args) == 2 and isinstance(args[1], (list, tuple, range)):

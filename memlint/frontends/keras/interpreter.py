@@ -63,11 +63,24 @@ _CATCHES = {"KeyError": {"KeyError"}, "IndexError": {"IndexError"},
 
 def _ends_in_raise(block) -> bool:
     """Whether a block's last statement is ``raise ...``."""
+    last = _last_statement(block)
+    return isinstance(last, cst.Raise)
+
+
+def _returns_nothing(block) -> bool:
+    """Whether a block is one ``return`` or ``return None`` (a guard: ``if n == 0 or
+    batch_size <= 0: return None`` in a data generator's wrapper)."""
+    last = _last_statement(block)
+    return len(block.body) == 1 and isinstance(last, cst.Return) and (
+        last.value is None or (isinstance(last.value, cst.Name) and last.value.value == "None"))
+
+
+def _last_statement(block):
     body = block.body
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1] if last.body else None
-    return isinstance(last, cst.Raise)
+    return last
 
 
 def _caught_names(handler: cst.ExceptHandler) -> Optional[set]:
@@ -704,6 +717,14 @@ class Interpreter(ExpressionEvaluator):
                 self.state.note_unresolved(
                     self.location(stmt.test), "if condition",
                     "the condition is not known statically; the branch that raises an error "
+                    "was not followed")
+                test = False
+            elif _returns_nothing(stmt.body) and stmt.orelse is None:
+                # a guard that gives nothing back (``if n == 0: return None``): what the
+                # function makes is on the path after it
+                self.state.note_unresolved(
+                    self.location(stmt.test), "if condition",
+                    "the condition is not known statically; the branch that returns None "
                     "was not followed")
                 test = False
             else:

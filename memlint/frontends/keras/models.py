@@ -98,8 +98,11 @@ def _lambda_callables(args: list, kwargs: dict) -> dict:
     function = args[0] if args else kwargs.get("function")
     output_shape = kwargs.get("output_shape", args[1] if len(args) > 1 else None)
     out = {}
+    arguments = kwargs.get("arguments", args[3] if len(args) > 3 else None)
     if isinstance(function, (UserFunction, Partial)):
-        out["function"] = function
+        # Keras calls it as function(inputs, **arguments)
+        out["function"] = Partial(function, (), dict(arguments)) \
+            if isinstance(arguments, dict) and arguments else function
     if isinstance(output_shape, (UserFunction, Partial)):
         out["output_shape"] = output_shape
     return out
