@@ -332,10 +332,28 @@ def test_a_concatenate_layer_along_the_batch_axis_holds_both_batches():
     assert graphs["n"].params == 8
 
 
+def test_one_hot_labels_spread_over_an_image_by_a_flat_repeat_are_sized():
+    # keras.io's conditional GAN: labels (None, 10) -> (None, 10, 1, 1) -> repeated with no
+    # axis (flattened: 7,840 values a sample) -> reshaped to (None, 28, 28, 10)
+    source = ("import keras\nfrom keras import layers, ops\n"
+              "labels = keras.Input((10,))\n"
+              "spread = ops.repeat(labels[:, :, None, None], repeats=[28 * 28])\n"
+              "images = ops.reshape(spread, (-1, 28, 28, 10))\n"
+              "m = keras.Model(labels, layers.Conv2D(4, 3)(images))\n")
+    (graph,) = analyze_source(source, "f.py").models
+    assert [(n.name, n.output_shapes) for n in graph.layers][1:] == [
+        ("conv2d", [(None, 26, 26, 4)])]
+    assert [(op.type, op.output_shapes, op.call_batches) for op in graph.operations][1:] == [
+        ("Repeat", [(None,)], [7840]), ("Reshape", [(None, 28, 28, 10)], [])]
+
+
 def test_a_tile_or_repeat_of_the_batch_axis_alone_holds_that_many_batches():
     from memlint.frontends.keras.batches import repeated
-    assert repeated("keras.ops.repeat", [X, 4], {"axis": 0}) == (X, 4)
-    assert repeated("keras.ops.tile", [X, (3, 1, 1)], {}) == (X, 3)
+    assert repeated("keras.ops.repeat", [X, 4], {"axis": 0}) == (X, (None, 4, 6), 4)
+    assert repeated("keras.ops.tile", [X, (3, 1, 1)], {}) == (X, (None, 4, 6), 3)
+    # with no axis the tensor is flattened first: 4 x 6 x 5 values per sample
+    assert repeated("keras.ops.repeat", [X], {"repeats": [5]}) == (X, (None,), 120)
+    assert repeated("keras.ops.repeat", [Tensor((None, 4, None)), 5], {}) is None
     # along other axes too, or of rows of a known count: the rule decides
     assert repeated("keras.ops.tile", [X, (3, 2, 1)], {}) is None
     assert repeated("keras.ops.repeat", [X, 4], {"axis": 1}) is None

@@ -56,9 +56,12 @@ def is_reshape(name: str) -> bool:
 
 
 def repeated(name: str, args: list, kwargs: dict) -> Optional[tuple]:
-    """``(tensor, batches)`` of a tile or repeat of a batch-first tensor along the batch axis
-    alone (``ops.repeat(x, 4, axis=0)``, ``ops.tile(x, (4, 1, 1))``: several samples drawn
-    per input), or None (the operation's own rule decides it)."""
+    """``(tensor, one batch's shape, batches)`` of a tile or repeat of a batch-first tensor
+    along the batch axis alone (``ops.repeat(x, 4, axis=0)``, ``ops.tile(x, (4, 1, 1))``:
+    several samples drawn per input), or of a repeat with no axis, which flattens the tensor
+    first (keras.io's conditional GAN spreads its one-hot labels over the image so:
+    ``ops.repeat(labels[:, :, None, None], repeats=[28 * 28])``, a tensor of 10 x 784
+    batches of one value each), or None (the operation's own rule decides it)."""
     if name not in _REPEATS:
         return None
     tensor = call_arg(args, kwargs, 0, "x")
@@ -66,6 +69,12 @@ def repeated(name: str, args: list, kwargs: dict) -> Optional[tuple]:
         return None
     if name.endswith("repeat"):
         times, axis = call_arg(args, kwargs, 1, "repeats"), call_arg(args, kwargs, 2, "axis")
+        if isinstance(times, (list, tuple)) and len(times) == 1:
+            times = times[0]  # one count for every element
+        if axis is None and isinstance(times, int) and not isinstance(times, bool) \
+                and times > 0 and None not in tensor.shape[1:]:
+            count = math.prod(tensor.shape[1:]) * times
+            return tensor, (None,), count
         if not isinstance(axis, int) or isinstance(axis, bool) or axis % len(tensor.shape):
             return None
     else:
@@ -77,7 +86,7 @@ def repeated(name: str, args: list, kwargs: dict) -> Optional[tuple]:
         times = reps[0]
     if not isinstance(times, int) or isinstance(times, bool) or times < 2:
         return None
-    return tensor, times
+    return tensor, tuple(tensor.shape), times
 
 
 def has_batches(values: Any) -> bool:

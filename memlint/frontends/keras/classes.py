@@ -298,6 +298,11 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
                 and step_bypasses_call(obj.cls):
             obj.step_only = True
             shape = fed_batch_shapes(fed) or shape  # train_step() gets the whole batch
+        elif method.method in _TRAIN_METHODS and obj.input_shape is None and \
+                "call" not in obj.cls.methods and "train_step" in obj.cls.methods:
+            # no call(): its train_step() gets the whole batch too (keras.io's conditional
+            # GAN unpacks the images and one-hot labels of a dataset of pairs)
+            shape = fed_batch_shapes(fed) or shape
         if shape is None and isinstance(fed, Tensor) and _is_shape(fed.shape) \
                 and len(fed.shape) >= 2:
             shape = (None,) + tuple(fed.shape[1:])

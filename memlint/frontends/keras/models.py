@@ -608,8 +608,7 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
     drawn = batches.repeated(name, args, kwargs)
     if drawn is not None:  # several samples drawn per input: ops.repeat(x, 4, axis=0)
         stem = tensor_ops.OPERATIONS[name][0]
-        return _regroup(interp, stem.capitalize(), stem, drawn[0], tuple(drawn[0].shape),
-                        drawn[1], loc)
+        return _regroup(interp, stem.capitalize(), stem, *drawn, loc)
     if batches.has_batches([args, kwargs]):
         if not tensor_ops.is_elementwise(name):
             return Unknown(f"{name}() of a tensor of several batches")
