@@ -1028,6 +1028,7 @@ IDLE_COPIES = (
     "        self.network = network()\n"
     "        self.ema_network = network()\n"
     "        self.target = keras.models.clone_model(self.network)\n"
+    "        self.copy = keras.Sequential([keras.Input((8,)), layers.Dense(16), layers.Dense(4)])\n"
     "        self.unused = layers.Dense(3)\n"
     "    def call(self, x):\n"
     "        return self.network(x)\n"
@@ -1044,12 +1045,15 @@ def test_copies_of_the_network_the_step_never_runs_hold_weights_and_nothing_else
     (graph,), (memory,) = report.models, report.breakdowns
     assert [(n.name, n.output_shape, n.params, n.idle) for n in graph.layers] == [
         ("functional", (None, 4), 212, False), ("functional_1", (None, 4), 212, True),
-        ("functional", (None, 4), 212, True), ("dense_4", None, 0, True)]
-    assert memory.complete and memory.category("weights") == 636 * 4
+        ("functional", (None, 4), 212, True), ("sequential", None, 212, True),
+        ("dense_6", None, 0, True)]
+    assert memory.complete and memory.category("weights") == 848 * 4
     # the idle copies make no tensor: the activations are the network's alone
     alone = analyze_text(HEADER + IDLE_COPIES.replace(
         "        self.ema_network = network()\n", "").replace(
-        "        self.target = keras.models.clone_model(self.network)\n", ""),
+        "        self.target = keras.models.clone_model(self.network)\n", "").replace(
+        "        self.copy = keras.Sequential([keras.Input((8,)), layers.Dense(16), "
+        "layers.Dense(4)])\n", ""),
         "f.py", Settings()).breakdowns[0]
     assert memory.per_sample_bytes == alone.per_sample_bytes > 0
 

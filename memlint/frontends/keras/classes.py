@@ -549,8 +549,13 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
     traced, or may have called it unseen) its size is not known."""
     from memlint.frontends.keras.graphs import own_output
     from memlint.frontends.keras.nested import layer_weights, model_weights
+    from memlint.frontends.keras.values import SequentialModel
     from memlint.ir import LayerNode, ModelNode
     own = own_output(layer.model) if isinstance(layer, ModelLayer) else None
+    # a Sequential built on its Input holds its weights (Keras gives it no output of its
+    # own until it is called)
+    built = isinstance(layer, ModelLayer) and isinstance(layer.model, SequentialModel) \
+        and layer.model.input_shape is not None
     # the trace followed the step fit runs: a train_step() of its own beside call() is not
     # traced (its calls of other layers, a distiller's teacher, are not seen)
     step_traced = "train_step" not in obj.cls.methods or "call" not in obj.cls.methods \
@@ -561,6 +566,10 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
         return ModelNode(name=layer.name, type=layer.type, location=layer.location,
                          config={"model": layer.model.name}, weights=model_weights(layer.model),
                          own_output=own, idle=True)
+    if seen_all and built:
+        return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                         config={"model": layer.model.name}, weights=model_weights(layer.model),
+                         idle=True)
     if seen_all and isinstance(layer, LayerRef):
         return LayerNode(name=layer.name, type=layer.type, location=layer.location,
                          config=dict(layer.instance.config), weights=layer_weights(layer),
