@@ -637,18 +637,14 @@ class Interpreter(ExpressionEvaluator):
     def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
         """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential
         it adds layers to gets one it cannot know (``layers`` says why).  The names."""
-        def value(name: str) -> Any:
-            return next((scope[name] for scope in (self.scope, *self.outer, self.globals)
-                         if name in scope), None)
-
         for call in summary.calls:  # (a while loop's condition is in its summary too)
-            model = value(call.root) if call.kind == "chain" and call.dotted == "add" \
+            model = self._value_of(call.root) if call.kind == "chain" and call.dotted == "add" \
                 and call.root else None
             if isinstance(model, SequentialModel):
                 models.sequential_add(self, model, Unknown(layers), stmt)
         # ``X[i] = np.load(path)`` keeps an array's shape and dtype: not forgotten
         kept = {name for name in summary.stored - summary.mutated - summary.bound
-                if isinstance(value(name), Array)}
+                if isinstance(self._value_of(name), Array)}
         return forget_after_stop(self, replace(summary, stored=summary.stored - kept), reason)
 
     def _unknown_names(self) -> set:
@@ -761,9 +757,13 @@ class Interpreter(ExpressionEvaluator):
         finally:  # also when the branch returns or breaks
             self._after_undecided_if(stmt, line, made, unknown_before, returned, arrays)
 
+    def _scope_holding(self, name: str) -> dict:
+        """The innermost scope that binds ``name`` (the module's if none does)."""
+        return next((scope for scope in (self.scope, *self.outer, self.globals)
+                     if name in scope), self.globals)
+
     def _value_of(self, name: str) -> Any:
-        return next((scope[name] for scope in (self.scope, *self.outer, self.globals)
-                     if name in scope), None)
+        return self._scope_holding(name).get(name)
 
     def _after_undecided_if(self, stmt: cst.If, line: int, made: int, unknown_before: set,
                             returned: bool, arrays: dict) -> None:
@@ -802,10 +802,7 @@ class Interpreter(ExpressionEvaluator):
             "statically", f"the layers a branch of the if at line {line} may add: its "
             "condition is not known statically", stmt)
         for name, value in same_shape.items():
-            for scope in (self.scope, *self.outer, self.globals):
-                if name in scope:
-                    scope[name] = value
-                    break
+            self._scope_holding(name)[name] = value
         forgotten = [name for name in forgotten if name not in same_shape]
         if id(stmt) not in self.undecided_ifs:  # once, as in a loop it runs again
             self.undecided_ifs.add(id(stmt))
