@@ -153,6 +153,19 @@ def _fourier(args, kwargs):
     return [real, imag]
 
 
+def _top_k(args, kwargs):
+    """``top_k(x, k=1, sorted=True)``: the ``k`` largest values along the last axis and
+    their indices."""
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    k = _arg(args, kwargs, 1, "k", 1)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise UnresolvedArgument("k", "k is not known statically")
+    if not shape or (shape[-1] is not None and shape[-1] < k):
+        raise LayerError(f"top_k with k={k} of a tensor of shape {format_shape(shape)}")
+    out = shape[:-1] + (k,)
+    return [out, out]
+
+
 def _matmul(args, kwargs):
     return _product(_shape_of(_arg(args, kwargs, 0, "x1")), _shape_of(_arg(args, kwargs, 1, "x2")))
 
@@ -533,6 +546,7 @@ _register("convert_to_tensor", None, _same)
 _register("broadcast_to", None, _broadcast_to)
 _register("slice", None, _slice)
 _register("fft fft2 ifft2", None, _fourier)
+_register("top_k", None, _top_k)
 _register("swish", "silu", _same)
 _register("hard_swish", "hard_silu", _same)
 _register("abs absolute", "absolute", _same)
