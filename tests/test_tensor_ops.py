@@ -79,6 +79,8 @@ CASES = [
     ("keras.ops.convert_to_tensor", [X], {}, (None, 4, 6)),
     ("keras.ops.fft2", [(X, X)], {}, [(None, 4, 6), (None, 4, 6)]),
     ("keras.ops.top_k", [X], {"k": 2}, [(None, 4, 2), (None, 4, 2)]),
+    ("keras.ops.unstack", [Tensor((3, 5, 2))], {}, [(5, 2)] * 3),
+    ("keras.ops.unstack", [X], {"axis": 1}, [(None, 6)] * 4),
     # TensorFlow's matrix product with a transposed operand (attention scores)
     ("tensorflow.matmul", [X, Tensor((None, 5, 6))], {"transpose_b": True}, (None, 4, 5)),
     ("tensorflow.linalg.matmul", [Tensor((None, 6, 4)), Y], {"transpose_a": True},
@@ -130,7 +132,7 @@ def test_every_element_wise_and_reducing_keras_op_has_keras_shape_and_name():
     ("broadcast_to", [(None, 1, 6), (None, 4, 6)]), ("slice", [(None, 4, 6), (0, 1, 0), (2, 2, 6)]),
     ("convert_to_tensor", [(None, 4, 6)]), ("fft", [[(None, 4, 6), (None, 4, 6)]]),
     ("fft2", [[(None, 4, 6), (None, 4, 6)]]), ("ifft2", [[(None, 4, 6), (None, 4, 6)]]),
-    ("top_k", [(None, 4, 6), 3]),
+    ("top_k", [(None, 4, 6), 3]), ("unstack", [(10, 5, 32)]),
 ])
 def test_shape_argument_and_fourier_ops_have_keras_shapes_and_names(name, args):
     from tests.conftest import require_keras

@@ -153,6 +153,20 @@ def _fourier(args, kwargs):
     return [real, imag]
 
 
+def _unstack(args, kwargs):
+    """``unstack(x, num=None, axis=0)``: the slices along ``axis``, one tensor each (their
+    number is the axis's length, or ``num``)."""
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    axis = _axis(_arg(args, kwargs, 2, "axis", 0), len(shape))
+    count = shape[axis] if shape[axis] is not None else _arg(args, kwargs, 1, "num")
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise UnresolvedArgument("num", "the number of slices is not known statically")
+    if axis == 0 and shape[0] is None:
+        raise UnresolvedArgument("axis", "a tensor unstacked along the batch axis is not "
+                                         "sized")
+    return [shape[:axis] + shape[axis + 1:]] * count
+
+
 def _top_k(args, kwargs):
     """``top_k(x, k=1, sorted=True)``: the ``k`` largest values along the last axis and
     their indices."""
@@ -547,6 +561,7 @@ _register("broadcast_to", None, _broadcast_to)
 _register("slice", None, _slice)
 _register("fft fft2 ifft2", None, _fourier)
 _register("top_k", None, _top_k)
+_register("unstack", None, _unstack)
 _register("swish", "silu", _same)
 _register("hard_swish", "hard_silu", _same)
 _register("abs absolute", "absolute", _same)
