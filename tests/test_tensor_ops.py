@@ -68,7 +68,6 @@ CASES = [
     ("keras.ops.greater", [X, Tensor((1, 6))], {}, (None, 4, 6)),
     ("keras.ops.logical_and", [X, 1.0], {}, (None, 4, 6)),
     ("keras.ops.amax", [X], {"axis": 1, "keepdims": True}, (None, 1, 6)),
-    ("keras.ops.cumsum", [X], {}, (None,)),
     ("keras.ops.cumprod", [Tensor((3, 4, 6))], {}, (72,)),
     ("keras.ops.cumsum", [X], {"axis": 1}, (None, 4, 6)),
     ("keras.ops.conj", [X], {}, (None, 4, 6)),
@@ -120,6 +119,13 @@ def test_every_element_wise_and_reducing_keras_op_has_keras_shape_and_name():
             more = extra.get(short, ())
             made = getattr(keras.ops, short)(*(x if o is X else row for o in operands),
                                              *more, **kwargs)
+            if rule.__name__ == "_cumulative" and not kwargs:
+                # Keras: (None,), the batch and the rest in one axis; memlint sizes the
+                # batch axis as one batch, so it leaves this unsized rather than under
+                assert tuple(made.shape) == (None,)
+                with pytest.raises(UnresolvedArgument):
+                    operation_shape(name, [*operands, *more], kwargs)
+                continue
             assert operation_shape(name, [*operands, *more], kwargs)[1] == \
                 tuple(made.shape), (name, kwargs)
             assert to_snake_case(type(made._keras_history[0]).__name__) == stem, name

@@ -93,11 +93,14 @@ def _reduce(args, kwargs):
 
 def _cumulative(args, kwargs):
     """``cumsum(x, axis=None)``: along one axis the shape stays, with no axis the running
-    total of the flattened tensor."""
+    total of the flattened tensor (of a batch of several values a sample: not sized, its
+    one axis would hold the batch and the rest)."""
     shape = _shape_of(_arg(args, kwargs, 0, "x"))
     if _arg(args, kwargs, 1, "axis") is not None:
         _axis(_arg(args, kwargs, 1, "axis"), len(shape))
         return shape
+    if None in shape and len(shape) > 1:
+        raise UnresolvedArgument("axis", "a running total over a flattened batch is not sized")
     return (None if None in shape else math.prod(shape),)
 
 
