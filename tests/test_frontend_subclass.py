@@ -14,6 +14,13 @@ HEADER = (
     "from keras import layers\n"
 )
 
+
+def _report(source: str):
+    """memlint's analysis of ``HEADER + source`` with the default settings."""
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    return analyze_text(HEADER + source, "f.py", Settings())
+
 SCALE = (
     "class Scale(layers.Layer):\n"
     "    def build(self, input_shape):\n"
@@ -1039,9 +1046,7 @@ IDLE_COPIES = (
 
 
 def test_copies_of_the_network_the_step_never_runs_hold_weights_and_nothing_else():
-    from memlint.analysis import analyze_text
-    from memlint.config import Settings
-    report = analyze_text(HEADER + IDLE_COPIES, "f.py", Settings())
+    report = _report(IDLE_COPIES)
     (graph,), (memory,) = report.models, report.breakdowns
     assert [(n.name, n.output_shape, n.params, n.idle) for n in graph.layers] == [
         ("functional", (None, 4), 212, False), ("functional_1", (None, 4), 212, True),
@@ -1049,26 +1054,23 @@ def test_copies_of_the_network_the_step_never_runs_hold_weights_and_nothing_else
         ("dense_6", None, 0, True)]
     assert memory.complete and memory.category("weights") == 848 * 4
     # the idle copies make no tensor: the activations are the network's alone
-    alone = analyze_text(HEADER + IDLE_COPIES.replace(
+    alone = _report(IDLE_COPIES.replace(
         "        self.ema_network = network()\n", "").replace(
         "        self.target = keras.models.clone_model(self.network)\n", "").replace(
         "        self.copy = keras.Sequential([keras.Input((8,)), layers.Dense(16), "
-        "layers.Dense(4)])\n", ""),
-        "f.py", Settings()).breakdowns[0]
+        "layers.Dense(4)])\n", "")).breakdowns[0]
     assert memory.per_sample_bytes == alone.per_sample_bytes > 0
 
 
 def test_a_layer_the_step_may_have_called_unseen_stays_unknown():
     # a loop over an iterable memlint does not know, whose body runs a layer: the copy it
     # may run there is not taken as idle (no verdict, as before)
-    from memlint.analysis import analyze_text
-    from memlint.config import Settings
     hidden = IDLE_COPIES.replace(
         "        return self.network(x)\n",
         "        for _ in range(self.steps):\n"
         "            x = x + self.ema_network(x)\n"
         "        return self.network(x)\n")
-    report = analyze_text(HEADER + hidden, "f.py", Settings())
+    report = _report(hidden)
     assert report.models[0].layers[1].unresolved == "never called in call()"
     assert not report.breakdowns[0].complete
 
@@ -1177,13 +1179,11 @@ def test_a_layer_only_a_train_step_beside_call_runs_is_not_idle():
 
 
 def test_a_layer_handed_to_a_function_memlint_does_not_evaluate_is_not_idle():
-    from memlint.analysis import analyze_text
-    from memlint.config import Settings
     source = IDLE_COPIES.replace(
         "        return self.network(x)\n",
         "        keras.ops.vectorized_map(self.ema_network, x)\n"
         "        return self.network(x)\n")
-    report = analyze_text(HEADER + source, "f.py", Settings())
+    report = _report(source)
     assert report.models[0].layers[1].unresolved == "never called in call()"
     assert not report.breakdowns[0].complete
 
@@ -1231,9 +1231,7 @@ DIFFUSION = (
 
 
 def test_a_diffusion_models_ema_copy_is_idle_and_its_step_sized():
-    from memlint.analysis import analyze_text
-    from memlint.config import Settings
-    report = analyze_text(HEADER + DIFFUSION, "f.py", Settings())
+    report = _report(DIFFUSION)
     graph, memory = report.models[0], report.breakdowns[0]
     assert [(n.name, n.idle, n.params) for n in graph.layers] == [
         ("functional", False, 62), ("functional", True, 62)]
@@ -1289,9 +1287,7 @@ MIXER = (
 
 def _model_and_memory(source: str) -> tuple:
     """The graph and the estimate of the script's model ``model``."""
-    from memlint.analysis import analyze_text
-    from memlint.config import Settings
-    report = analyze_text(HEADER + source, "f.py", Settings())
+    report = _report(source)
     (graph,) = [g for g in report.models if g.variable == "model"]
     return graph, report.breakdowns[report.models.index(graph)]
 

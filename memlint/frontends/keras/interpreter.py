@@ -25,7 +25,7 @@ from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
 from memlint.frontends.keras.loop_progress import (FixedPointWatch, ProgressWatch,
-                                                   forget_after_stop)
+                                                   forget_after_stop, scope_of)
 from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slice_scan import may_call_layers
@@ -757,13 +757,9 @@ class Interpreter(ExpressionEvaluator):
         finally:  # also when the branch returns or breaks
             self._after_undecided_if(stmt, line, made, unknown_before, returned, arrays)
 
-    def _scope_holding(self, name: str) -> dict:
-        """The innermost scope that binds ``name`` (the module's if none does)."""
-        return next((scope for scope in (self.scope, *self.outer, self.globals)
-                     if name in scope), self.globals)
-
     def _value_of(self, name: str) -> Any:
-        return self._scope_holding(name).get(name)
+        scope = scope_of(self, name)
+        return None if scope is None else scope[name]
 
     def _after_undecided_if(self, stmt: cst.If, line: int, made: int, unknown_before: set,
                             returned: bool, arrays: dict) -> None:
@@ -802,7 +798,7 @@ class Interpreter(ExpressionEvaluator):
             "statically", f"the layers a branch of the if at line {line} may add: its "
             "condition is not known statically", stmt)
         for name, value in same_shape.items():
-            self._scope_holding(name)[name] = value
+            scope_of(self, name)[name] = value
         forgotten = [name for name in forgotten if name not in same_shape]
         if id(stmt) not in self.undecided_ifs:  # once, as in a loop it runs again
             self.undecided_ifs.add(id(stmt))

@@ -213,20 +213,21 @@ def forget_after_stop(interp, summary, reason: str) -> list:
     calls (``questions.append``).  Returns the names, sorted."""
     names = set(summary.bound) | set(summary.mutated) | set(summary.stored)
     for call in summary.calls:
-        scope = _scope_of(interp, call.root) if call.root else None
+        scope = scope_of(interp, call.root) if call.root else None
         if scope is not None and call.kind in ("chain", "method") and isinstance(
                 scope[call.root], (list, dict, set, PlainObject, Unknown)):
             names.add(call.root)
     forgotten = []
     for name in sorted(names):
-        scope = _scope_of(interp, name)
+        scope = scope_of(interp, name)
         if scope is not None:
             scope[name] = Unknown(reason)
             forgotten.append(name)
     return forgotten
 
 
-def _scope_of(interp, name: str) -> Optional[dict]:
+def scope_of(interp, name: str) -> Optional[dict]:
+    """The innermost scope of ``interp`` that binds ``name`` (None if none does)."""
     for scope in (interp.scope, *interp.outer, interp.globals):
         if name in scope:
             return scope

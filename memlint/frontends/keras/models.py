@@ -644,13 +644,10 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
 
 def _broadcast_all(shapes: list) -> Optional[tuple]:
     """The broadcast shape of ``shapes``; None where they do not broadcast."""
-    out = shapes[0]
     try:
-        for shape in shapes[1:]:
-            out = broadcast_shapes(out, shape)
+        return tensor_ops.broadcast(*shapes)
     except LayerError:
         return None
-    return out
 
 
 def _on_constants(interp, tensors: list) -> bool:
