@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from memlint.frontends.keras.values import (Array, BoundMethod, Ref, Tensor, Unknown,
+from memlint.frontends.keras.values import (Array, Batches, BoundMethod, Ref, Tensor, Unknown,
                                             flatten_structure, is_unknown)
 from memlint.frontends.keras.values import call_arg as _arg
 
@@ -935,11 +935,14 @@ _LOAD_IMG = ("keras.utils.load_img", "keras.preprocessing.image.load_img")
 _IMG_TO_ARRAY = ("keras.utils.img_to_array", "keras.preprocessing.image.img_to_array")
 _COLOR_CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
 
+# tf.reduce_sum(codebook ** 2, axis=0) of a constant: NumPy's reduction of that name
+_TF_REDUCTIONS = {f"tensorflow.{module}reduce_{stem}": stem for module in ("", "math.")
+                  for stem in ("sum", "mean", "max", "min", "prod")}
 _FUNCTIONS = {
     "keras.utils.to_categorical", "keras.utils.normalize", *_PAD_SEQUENCES,
     "tensorflow.cast", "tensorflow.reshape", "tensorflow.expand_dims", "tensorflow.squeeze",
     "tensorflow.transpose", "tensorflow.one_hot", "tensorflow.concat", "tensorflow.stack",
-    "tensorflow.split",
+    "tensorflow.split", *_TF_REDUCTIONS,
     "tensorflow.image.resize", "tensorflow.image.resize_with_pad",
     "tensorflow.image.random_crop", "tensorflow.image.central_crop",
     "tensorflow.image.convert_image_dtype", "tensorflow.image.rgb_to_grayscale",
@@ -962,7 +965,7 @@ def handles(name: str, args: list, kwargs: dict) -> bool:
     the model, see ``tensor_ops``)."""
     if name not in _FUNCTIONS and _dataset_of(name) is None:
         return False
-    return not any(isinstance(v, Tensor) for v in flatten_structure([args, kwargs]))
+    return not any(isinstance(v, (Tensor, Batches)) for v in flatten_structure([args, kwargs]))
 
 
 def call(state, name: str, args: list, kwargs: dict) -> Any:
@@ -1007,6 +1010,9 @@ def call(state, name: str, args: list, kwargs: dict) -> Any:
         return expand_dims(array, _arg(args, kwargs, 1, "axis"))
     if name == "tensorflow.squeeze":
         return squeeze(array, _arg(args, kwargs, 1, "axis"))
+    if name in _TF_REDUCTIONS:
+        return reduce(array, _TF_REDUCTIONS[name], _arg(args, kwargs, 1, "axis"),
+                      _arg(args, kwargs, 2, "keepdims", False))
     if name == "tensorflow.transpose":
         return transpose(array, _arg(args, kwargs, 1, "perm"))
     if name == "tensorflow.split":

@@ -19,8 +19,12 @@ layer class called on it too.
   -> (-1, 16, 16, 3)``: six batches), and one that unfolds them gives a tensor of one batch
   back (:func:`regrouped`); so does a tile or repeat of the batch axis alone
   (:func:`repeated`);
-* anything else that reads it (``tf.shape``, a reduction, slicing the batch axis, a loss
-  function) gets an unknown value, so nothing is sized from it at one batch.
+* an operation that works row by row (a reduction over other axes, ``argmin`` along one,
+  ``one_hot``, a matrix product by a tensor with no batch axis: keras.io's VQ-VAE finds each
+  position's nearest code so) makes one of as many batches (:func:`row_wise`);
+* anything else that reads it (``tf.shape``, a reduction over the batch axis, slicing the
+  batch axis, a loss function) gets an unknown value, so nothing is sized from it at one
+  batch.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import math
 from typing import Any, Callable, Optional
 
 from memlint.frontends.keras import tensor_ops
-from memlint.frontends.keras.values import (Batches, Tensor, Unknown, call_arg,
+from memlint.frontends.keras.values import (Array, Batches, Tensor, Unknown, call_arg,
                                             flatten_structure)
 
 # the spellings of a concatenation and of a split (the operation table's names)
@@ -87,6 +91,41 @@ def repeated(name: str, args: list, kwargs: dict) -> Optional[tuple]:
     if not isinstance(times, int) or isinstance(times, bool) or times < 2:
         return None
     return tensor, tuple(tensor.shape), times
+
+
+_REDUCTIONS = frozenset({"mean", "sum", "max", "min", "prod", "std", "var", "logsumexp",
+                         "argmax", "argmin", "amax", "amin", "any", "all", "median"})
+
+
+def row_wise(name: str, args: list, kwargs: dict) -> bool:
+    """Whether the operation ``name`` reads its tensor of several batches (the first
+    operand) row by row, each row of the result made from the same row of it: a reduction
+    over axes that leave the batch axis (``tf.reduce_sum(x, axis=1)``; TensorFlow's
+    ``argmin`` reads axis 0 unless told), ``one_hot``, or a matrix product by a tensor of
+    no batch axis (``x @ codebook``)."""
+    stem = tensor_ops.OPERATIONS[name][0]
+    first = call_arg(args, kwargs, 0, "x")
+    rest = [v for v in flatten_structure([args, kwargs]) if v is not first]
+    if not isinstance(first, Batches) or not first.tensor.shape or has_batches(rest):
+        return False
+    rank = len(first.tensor.shape)
+    if stem in _REDUCTIONS:
+        axis = call_arg(args, kwargs, 1, "axis")
+        if axis is None and name.startswith("tensorflow.") and stem in ("argmin", "argmax"):
+            return False  # TensorFlow's default: the batch axis
+        axes = axis if isinstance(axis, (list, tuple)) else [axis]
+        return bool(axes) and all(isinstance(a, int) and not isinstance(a, bool)
+                                  and -rank <= a < rank and a % rank for a in axes)
+    if stem == "one_hot":
+        return True
+    if stem == "matmul":
+        other = call_arg(args, kwargs, 1, "x2", kwargs.get("b"))
+        flags = [call_arg(args, kwargs, i, key, False) for i, key in
+                 ((2, "transpose_a"), (4, "adjoint_a"))] if name.startswith("tensorflow.") \
+            else []
+        return rank >= 2 and not any(flags) and isinstance(other, (Tensor, Array)) and \
+            bool(other.shape) and len(other.shape) <= 2 and None not in other.shape
+    return False
 
 
 def has_batches(values: Any) -> bool:

@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
-                                    plain_objects, shape_attrs, tensor_ops, training_loops)
+                                    plain_objects, shape_attrs, tensor_ops, training_loops,
+                                    variables)
 from memlint.frontends.keras import application_preprocessing, applications, arrays, batches
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
@@ -189,6 +190,8 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return interp.call_function(func, args, kwargs, node)
     if isinstance(func, Partial):
         return call(interp, func.func, [*func.args, *args], {**func.kwargs, **kwargs}, node)
+    if isinstance(func, variables.Initializer):  # initializer(shape): its first value
+        return variables.initial_value(func, args, kwargs)
     if isinstance(func, plain_objects.PlainClass):
         return plain_objects.construct(interp, func, args, kwargs, node)
     if isinstance(func, plain_objects.PlainMethod):
@@ -293,6 +296,11 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
     if name.startswith("keras.losses.") and short[:1].isupper():
         return Ref(name)  # a loss object: compile() needs only which loss it is
+    if name == "tensorflow.Variable":  # a constant to Keras 3, none of the layer's weights
+        return variables.variable(args, kwargs)
+    made = variables.initializer(name)
+    if made is not None:
+        return made
     if name == "keras.mixed_precision.set_global_policy":
         policy = _policy_name(args[0] if args else kwargs.get("policy"))
         if policy is not None:

@@ -3,6 +3,7 @@ propagation through the layer registry), operators on tensors, and model methods
 
 from __future__ import annotations
 
+import math
 from dataclasses import field, replace
 from typing import Any, Optional
 
@@ -499,9 +500,11 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
     state.trace_collector = []  # tensors made inside: kept for backward like a model's
     outer_calls = getattr(state, "call_collector", None)
     state.call_collector = []  # the layer calls made inside, for the memory model
-    outer_ops = (getattr(state, "trace_made", {}), getattr(state, "trace_read", set()))
-    # the operations' outputs (position in trace_collector -> key), the tensors read back
-    state.trace_made, state.trace_read = {}, set()
+    outer_ops = (getattr(state, "trace_made", {}), getattr(state, "trace_read", set()),
+                 getattr(state, "trace_records", {}))
+    # the operations' outputs (position in trace_collector -> key), the tensors read back,
+    # the call record of each position an operation made (how many batches it holds)
+    state.trace_made, state.trace_read, state.trace_records = {}, set(), {}
     state.returned_by = []
     try:
         out = classes.output_for(layer, shapes, loc)
@@ -515,12 +518,15 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
         interp.tracing -= 1
         made, state.trace_collector = state.trace_collector, outer
         inner, state.call_collector = state.call_collector, outer_calls
-        (op_made, read), (state.trace_made, state.trace_read) = \
-            (state.trace_made, state.trace_read), outer_ops
+        (op_made, read, records), (state.trace_made, state.trace_read, state.trace_records) \
+            = (state.trace_made, state.trace_read, state.trace_records), outer_ops
     # an operation's output is kept only when a backward reads it; the layer's own output
-    # is counted as its output (an operation's dropped here, a layer call's by its shape)
+    # is counted as its output (an operation's dropped here, a layer call's by its shape);
+    # one on a tensor of several batches (a VQ-VAE's distances to every code, per position)
+    # is as large as that many batches
     returned = [_key(p) if p else None for p in state.returned_by]
-    made = [shape for i, shape in enumerate(made) if i not in op_made
+    made = [_of_batches(shape, records[i].batches if i in records else 1)
+            for i, shape in enumerate(made) if i not in op_made
             or (op_made[i] in read and op_made[i] not in returned)]
     ops_made = set(op_made.values())
     shapes = as_shape_list(out)
@@ -539,6 +545,15 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"output of {layer.type} '{layer.name}' not known statically")
     return output_tensors(layer, len(layer.calls) - 1)
+
+
+def _of_batches(shape: Any, count: int) -> Any:
+    """A shape made inside a traced call, as one batch's tensor of its bytes: a tensor of
+    ``count`` batches ``(None, 64)`` is ``(None, 64 * count)``."""
+    if count <= 1 or not isinstance(shape, tuple) or not shape or shape[0] is not None \
+            or not all(isinstance(d, int) for d in shape[1:]):
+        return shape
+    return (None, count * math.prod(shape[1:]))
 
 
 def tensor_operation(interp, op_type: str, operands: list, node) -> Tensor:
@@ -610,7 +625,7 @@ def apply_operation(interp, name: str, args: list, kwargs: dict, node) -> Any:
         stem = tensor_ops.OPERATIONS[name][0]
         return _regroup(interp, stem.capitalize(), stem, *drawn, loc)
     if batches.has_batches([args, kwargs]):
-        if not tensor_ops.is_elementwise(name):
+        if not (tensor_ops.is_elementwise(name) or batches.row_wise(name, args, kwargs)):
             return Unknown(f"{name}() of a tensor of several batches")
         return batches.run_on([args, kwargs], lambda both: apply_operation(
             interp, name, both[0], both[1], node), f"{name}()")
@@ -715,6 +730,7 @@ def _collect_operation(state, op, out: Any, operands: list) -> None:
     reads, reads_output, products = operations.backward_reads(
         op.type, [isinstance(v, Tensor) for v in operands])
     state.trace_read.update(_key(operands[i].producer) for i in reads if operands[i].producer)
+    first = len(collector)
     for i, shape in enumerate(as_shape_list(out)):
         key = (id(op), len(op.calls) - 1, i)
         state.trace_made[len(collector)] = key
@@ -722,6 +738,8 @@ def _collect_operation(state, op, out: Any, operands: list) -> None:
         if reads_output:
             state.trace_read.add(key)
         collector.extend([shape] * products)  # a gelu's factors, kept for its backward
+    for position in range(first, len(collector)):  # its batches are set once it returns
+        state.trace_records[position] = op.calls[-1]
 
 
 def _collect(state, out: Any, saved: list) -> None:

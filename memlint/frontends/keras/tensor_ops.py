@@ -91,6 +91,13 @@ def _reduce(args, kwargs):
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _tf_arg_extreme(args, kwargs):
+    """``tf.argmin(input, axis=None)``: TensorFlow's default axis is 0, not the flattened
+    tensor (Keras's)."""
+    axis = _arg(args, kwargs, 1, "axis")
+    return _reduce([_arg(args, kwargs, 0, "input"), 0 if axis is None else axis], {})
+
+
 def _cumulative(args, kwargs):
     """``cumsum(x, axis=None)``: along one axis the shape stays, with no axis the running
     total of the flattened tensor (of a batch of several values a sample: not sized, its
@@ -374,6 +381,13 @@ def _one_hot(args, kwargs):
     return tuple(out)
 
 
+def _tf_one_hot(args, kwargs):
+    """``tf.one_hot(indices, depth, on_value=None, off_value=None, axis=None)``."""
+    axis = _arg(args, kwargs, 4, "axis")
+    return _one_hot([_arg(args, kwargs, 0, "indices"), _arg(args, kwargs, 1, "depth"),
+                     -1 if axis is None else axis], {})
+
+
 def _tile(args, kwargs):
     shape = _shape_of(_arg(args, kwargs, 0, "x"))
     reps = _arg(args, kwargs, 1, "repeats")
@@ -610,6 +624,8 @@ _register("l2_normalize", "normalize", _same, ("tensorflow.math.", "tensorflow.n
 _register("add subtract multiply divide maximum minimum equal not_equal greater "
           "greater_equal less less_equal logical_and logical_or", None, _binary, _TF)
 _register("pow", "power", _binary, _TF)
+_register("argmin argmax", None, _tf_arg_extreme, ("tensorflow.math.", "tensorflow."))
+_register("one_hot", None, _tf_one_hot, ("tensorflow.",))
 _register("reshape", None, _reshape, ("tensorflow.",))
 _register("matmul", None, _tf_matmul, ("tensorflow.", "tensorflow.linalg."))
 _register("einsum", None, _einsum, ("tensorflow.",))
