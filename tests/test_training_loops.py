@@ -130,3 +130,56 @@ def test_step_function_under_tf_function():
     source = LOOP[:LOOP.index("for epoch in range(3):")] + STEP_FUNCTION
     setup, _ = _setup(source)
     assert (setup.mode, setup.batch_size, setup.optimizer.name) == ("train", 48, "sgd")
+
+
+AGENT = '''
+import gym
+import numpy as np
+import tensorflow as tf
+import keras
+from keras import layers, ops
+
+env = gym.make("CartPole-v0")
+inputs = keras.Input(shape=(4,))
+common = layers.Dense(128, activation="relu")(inputs)
+model = keras.Model(inputs, [layers.Dense(2, activation="softmax")(common), layers.Dense(1)(common)])
+optimizer = keras.optimizers.Adam(learning_rate=0.01)
+while True:
+    state = env.reset()[0]
+    with tf.GradientTape() as tape:
+        for timestep in range(1, 10000):
+            state = ops.expand_dims(ops.convert_to_tensor(state), 0)
+            action_probs, critic_value = model(state)
+            state, reward, done, *_ = env.step(0)
+            if done:
+                break
+        loss_value = ops.sum(critic_value)
+    grads = tape.gradient(loss_value, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+
+
+def test_a_step_on_data_memlint_cannot_size_leaves_the_batch_unknown():
+    """keras.io's actor-critic agent trains on states its environment returns: the batch
+    is not known (it had Keras's default, 32, and a verdict for it), and it says where."""
+    setup, _ = _setup(AGENT)
+    assert setup.mode == "train" and setup.batch_size is None
+    assert "line 17" in setup.batch_source and "not known statically" in setup.batch_source
+    report = analyze_text(textwrap.dedent(AGENT).lstrip("\n"), "model.py", Settings(gpu="8GiB"))
+    assert any(d.code == "MEM005" and "batch size is not known" in d.message
+               for d in report.diagnostics)
+    subclassed = AGENT.replace(
+        'model = keras.Model(inputs, [layers.Dense(2, activation="softmax")(common), '
+        'layers.Dense(1)(common)])',
+        'class Agent(keras.Model):\n'
+        '    def __init__(self):\n'
+        '        super().__init__()\n'
+        '        self.common, self.critic = layers.Dense(128), layers.Dense(1)\n'
+        '    def call(self, x):\n'
+        '        h = self.common(x)\n'
+        '        return h, self.critic(h)\n'
+        'model = Agent()')
+    assert _setup(subclassed)[0].batch_size is None
+    # outside the tape, with no training=True, the call is an action's choice, not a step
+    acting = AGENT.replace("with tf.GradientTape() as tape:", "if True:")
+    assert _setup(acting)[0].mode_source.startswith("assumed")

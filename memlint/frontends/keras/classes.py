@@ -26,7 +26,8 @@ from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_batch_shapes, fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             OpaqueLayer, Optimizer, SequentialModel, Tensor,
-                                            Unknown, UserFunction, flatten_structure)
+                                            Unknown, UserFunction, flatten_structure,
+                                            is_unknown)
 from memlint.ir import Location, Weight
 from memlint.records import record
 
@@ -456,6 +457,9 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
             training_loops.record_call(interp, obj.usage, args, kwargs, node)
         trace_model(obj, shapes[0] if single else shapes,
                     f"its call on data at line {loc.line}", loc, keys)
+    elif obj.cls.kind == "model" and is_unknown(data) and training_loops.trains(interp, kwargs):
+        # a training loop's step on data memlint cannot size: its batch is not known
+        training_loops.record_call(interp, obj.usage, args, kwargs, node)
     return Unknown(f"result of calling {obj.cls.name} on data")
 
 
