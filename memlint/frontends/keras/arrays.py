@@ -543,6 +543,65 @@ def reduce(array: Array, method: str, axis: Any = None, keepdims: Any = False,
     return Array(tuple(d for i, d in enumerate(shape) if i not in axes), result)
 
 
+_REARRANGING = {"reshape": reshape, "transpose": transpose, "expand_dims": expand_dims,
+                "squeeze": squeeze}
+
+
+def keras_op(stem: str, args: list, kwargs: dict) -> Any:
+    """A ``keras.ops`` function called on NumPy data and no symbolic tensor (a Swin layer's
+    shifted-window mask built in ``build()``): Keras runs it at once, a value of its NumPy
+    counterpart's shape (the dtype the data's, or the one asked for); Unknown for others."""
+    first = _arg(args, kwargs, 0, "x")
+    if stem == "where":
+        operands = [_operand(_arg(args, kwargs, i, key))
+                    for i, key in enumerate(("condition", "x1", "x2"))]
+        if any(a is None for a in operands):
+            return Unknown("where() of values not known statically")
+        shape = broadcast(*(tuple(a.shape) for a in operands))
+        return Array(shape, promote(operands[1].dtype, operands[2].dtype)) \
+            if shape is not None else Unknown("where() of shapes that do not broadcast")
+    array = _operand(first)
+    if array is None:
+        return Unknown(f"keras.ops.{stem} of data not known statically")
+    if stem in ("convert_to_tensor", "cast"):
+        dtype = _arg(args, kwargs, 1, "dtype")
+        return Array(tuple(array.shape), array.dtype if dtype is None else dtype_name(dtype))
+    if stem in _REARRANGING:
+        return _rearranged(array, stem, args, kwargs, {"reshape": "newshape",
+                                                       "transpose": "axes"})
+    return Unknown(f"keras.ops.{stem} of data is not evaluated")
+
+
+def _rearranged(array: Array, stem: str, args: list, kwargs: dict, keys: dict) -> Any:
+    """``reshape`` / ``transpose`` / ``expand_dims`` / ``squeeze`` of ``array`` by its second
+    argument (its keyword ``keys[stem]``, else ``axis``)."""
+    return _REARRANGING[stem](array, _arg(args, kwargs, 1, keys.get(stem, "axis")))
+
+
+def _meshgrid(args: list, kwargs: dict) -> Any:
+    """``np.meshgrid(*xs, indexing="xy", sparse=False)``: one array per input, each of the
+    inputs' sizes in order ("ij"), the first two swapped ("xy"); sparse, 1 on the axes
+    that are not its own."""
+    arrays = [_operand(x) for x in args]
+    indexing, sparse = kwargs.get("indexing", "xy"), kwargs.get("sparse", False)
+    if not arrays or any(a is None for a in arrays) or indexing not in ("xy", "ij") \
+            or not isinstance(sparse, bool) or set(kwargs) - {"indexing", "sparse", "copy"}:
+        return Unknown("meshgrid of arrays not known statically")
+    sizes = [element_count(tuple(a.shape)) for a in arrays]
+    if any(not _is_int(n) for n in sizes):
+        return Unknown("meshgrid of arrays not known statically")
+    axes = list(range(len(sizes)))
+    if indexing == "xy" and len(sizes) > 1:
+        axes[0], axes[1] = 1, 0  # where each input's values run
+    shape = [0] * len(sizes)
+    for i, axis in enumerate(axes):
+        shape[axis] = sizes[i]
+    if sparse:  # (each keeps its input's dtype)
+        return [Array(tuple(sizes[i] if k == axis else 1 for k in range(len(sizes))),
+                      arrays[i].dtype) for i, axis in enumerate(axes)]
+    return [Array(tuple(shape), a.dtype) for a in arrays]
+
+
 def concatenate(values: Any, axis: Any = 0) -> Any:
     arrays = _operands(values)
     if arrays is None:
@@ -785,6 +844,8 @@ def numpy_function(name: str, args: list, kwargs: dict) -> Any:
         dtype = "int64" if _is_int(source) else source.dtype if isinstance(source, Array) \
             else None
         return Array(dims, dtype) if dims is not None else Unknown("choice size not known")
+    if name == "numpy.meshgrid":
+        return _meshgrid(args, kwargs)
     if name == "numpy.concatenate":
         return concatenate(_arg(args, kwargs, 0, "arrays"), _arg(args, kwargs, 1, "axis", 0))
     if name == "numpy.stack":
@@ -1004,17 +1065,12 @@ def call(state, name: str, args: list, kwargs: dict) -> Any:
         return Unknown(f"{name} of data not known statically")
     if name == "tensorflow.cast":
         return Array(tuple(array.shape), dtype_name(_arg(args, kwargs, 1, "dtype")))
-    if name == "tensorflow.reshape":
-        return reshape(array, _arg(args, kwargs, 1, "shape"))
-    if name == "tensorflow.expand_dims":
-        return expand_dims(array, _arg(args, kwargs, 1, "axis"))
-    if name == "tensorflow.squeeze":
-        return squeeze(array, _arg(args, kwargs, 1, "axis"))
+    if name.removeprefix("tensorflow.") in _REARRANGING:
+        return _rearranged(array, name.removeprefix("tensorflow."), args, kwargs,
+                           {"reshape": "shape", "transpose": "perm"})
     if name in _TF_REDUCTIONS:
         return reduce(array, _TF_REDUCTIONS[name], _arg(args, kwargs, 1, "axis"),
                       _arg(args, kwargs, 2, "keepdims", False))
-    if name == "tensorflow.transpose":
-        return transpose(array, _arg(args, kwargs, 1, "perm"))
     if name == "tensorflow.split":
         return _split(array, _arg(args, kwargs, 1, "num_or_size_splits"),
                       _arg(args, kwargs, 2, "axis", 0))

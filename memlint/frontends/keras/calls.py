@@ -303,6 +303,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return Ref(name)  # a loss object: compile() needs only which loss it is
     if name == "tensorflow.Variable":  # a constant to Keras 3, none of the layer's weights
         return variables.variable(args, kwargs)
+    if name == "keras.Variable":  # a weight of the layer that keeps it (classes.track)
+        return variables.keras_variable(args, kwargs)
     made = variables.initializer(name)
     if made is not None:
         return made
@@ -427,6 +429,9 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         constant = tensor_ops.constant(name, args, kwargs)
         if constant is not None:  # ops.arccos(0.95): a tensor, run at once, in no graph
             return constant
+        if name.startswith("keras.ops.") and any(
+                isinstance(v, Array) for v in flatten_structure([args, kwargs])):
+            return arrays.keras_op(tensor_ops.OPERATIONS[name][0], args, kwargs)
     _note_hidden_calls(interp, args, kwargs)
     result = Unknown(f"call to {name} is not evaluated")
     if short[:1].isupper():  # a class: if it is used as a layer, it is a custom layer

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import libcst as cst
 import libcst.matchers as m
 
-from memlint.frontends.keras import layer_subclasses, operations, training_loops
+from memlint.frontends.keras import layer_subclasses, operations, training_loops, variables
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.data import fed_batch_shapes, fed_input_shape, resolve_fed
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
@@ -771,6 +771,10 @@ def track(obj: ClassObject, value: Any, depth: int = 0) -> Any:
         if not any(value is seen for seen in obj.tracked):
             obj.tracked.append(value)
         return value
+    if isinstance(value, variables.KerasVariable):  # one of its weights, a tensor to use
+        if not any(value.weight is seen for seen in obj.own_weights):
+            obj.own_weights.append(value.weight)
+        return Tensor(tuple(value.weight.shape))
     if isinstance(value, tuple):
         return tuple(track(obj, item, depth + 1) for item in value)
     if isinstance(value, list):

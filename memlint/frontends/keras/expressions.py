@@ -34,6 +34,11 @@ _TENSOR_OPS = {
     cst.Add: "Add", cst.Subtract: "Subtract", cst.Multiply: "Multiply", cst.Divide: "TrueDivide",
     cst.FloorDivide: "FloorDivide", cst.Modulo: "Mod", cst.Power: "Power",
 }
+_TENSOR_COMPARE = {
+    cst.Equal: "equal", cst.NotEqual: "not_equal", cst.LessThan: "less",
+    cst.LessThanEqual: "less_equal", cst.GreaterThan: "greater",
+    cst.GreaterThanEqual: "greater_equal",
+}
 _COMPARE = {
     cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
     cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
@@ -270,6 +275,8 @@ class ExpressionEvaluator:
             return batches.run_on([left, right], lambda both: self.binary(
                 both[0], both[1], op_node, node), "an operator")
         if isinstance(left, Tensor) or isinstance(right, Tensor):
+            if isinstance(op_node, _aug_base(cst.MatrixMultiply)):  # q @ k: ops.matmul
+                return models.apply_operation(self, "keras.ops.matmul", [left, right], {}, node)
             op_type = next((name for cls, name in _TENSOR_OPS.items()
                             if isinstance(op_node, _aug_base(cls))), None)
             if op_type is not None:
@@ -332,6 +339,12 @@ class ExpressionEvaluator:
         left = self.eval(node.left)
         for target in node.comparisons:
             right = self.eval(target.comparator)
+            if (isinstance(left, Tensor) or isinstance(right, Tensor)) and \
+                    len(node.comparisons) == 1 and type(target.operator) in _TENSOR_COMPARE:
+                # ``mask != 0``: the operation of that name (Keras's tensors define them)
+                return models.apply_operation(
+                    self, "keras.ops." + _TENSOR_COMPARE[type(target.operator)],
+                    [left, right], {}, node)
             if isinstance(left, Array) or isinstance(right, Array):
                 return _array_comparison(left, right, target.operator, len(node.comparisons))
             if isinstance(target.operator, (cst.Is, cst.IsNot)) and _is_known_object(left) \
@@ -489,7 +502,7 @@ def _aug_base(cls):
     aug = {cst.Add: cst.AddAssign, cst.Subtract: cst.SubtractAssign,
            cst.Multiply: cst.MultiplyAssign, cst.Divide: cst.DivideAssign,
            cst.FloorDivide: cst.FloorDivideAssign, cst.Modulo: cst.ModuloAssign,
-           cst.Power: cst.PowerAssign}[cls]
+           cst.Power: cst.PowerAssign, cst.MatrixMultiply: cst.MatrixMultiplyAssign}[cls]
     return (cls, aug)
 
 

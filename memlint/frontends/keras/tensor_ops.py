@@ -249,7 +249,12 @@ def _reshape(args, kwargs):
     known = math.prod(d for d in dims if d not in (-1, None))
     if -1 in dims:
         i = dims.index(-1)
-        if None in dims or (shape and shape[0] is None and i != 0):
+        if None not in shape and None not in dims:  # a tensor of known size: a constant's
+            if known == 0 or math.prod(shape) % known:
+                raise LayerError(f"cannot reshape a tensor of shape {format_shape(shape)} "
+                                 f"into {format_shape(tuple(target))}")
+            dims[i] = math.prod(shape) // known
+        elif None in dims or (shape and shape[0] is None and i != 0):
             if total is None or known == 0 or total % known:
                 raise UnresolvedArgument("newshape", "the inferred dimension is not known")
             dims[i] = total // known
@@ -379,6 +384,30 @@ def _one_hot(args, kwargs):
     out = list(shape)
     out.insert(_axis(axis, len(shape) + 1), classes)
     return tuple(out)
+
+
+def _take(args, kwargs):
+    """``take(x, indices, axis=None)``: the indices' shape in place of the axis taken from
+    (of the flattened tensor without one)."""
+    shape = _shape_of(_arg(args, kwargs, 0, "x"))
+    indices = _shape_of(_arg(args, kwargs, 1, "indices"))
+    axis = _arg(args, kwargs, 2, "axis")
+    if axis is None:
+        if None in shape and len(shape) > 1:
+            raise UnresolvedArgument("axis", "taking from a flattened batch is not sized")
+        return tuple(indices)
+    axis = _axis(axis, len(shape))
+    return tuple(shape[:axis]) + tuple(indices) + tuple(shape[axis + 1:])
+
+
+def _tf_gather(args, kwargs):
+    """``tf.gather(params, indices, axis=None, batch_dims=0)``: ``take`` along axis 0 unless
+    told (other ``batch_dims`` are not sized)."""
+    if _arg(args, kwargs, 4, "batch_dims", 0) != 0:
+        raise UnresolvedArgument("batch_dims", "tf.gather with batch_dims is not sized")
+    axis = _arg(args, kwargs, 3, "axis")
+    return _take([_arg(args, kwargs, 0, "params"), _arg(args, kwargs, 1, "indices"),
+                  0 if axis is None else axis], {})
 
 
 def _tf_one_hot(args, kwargs):
@@ -564,7 +593,7 @@ def _getitem(args, kwargs):
 _UNARY = ("relu relu6 sigmoid tanh gelu silu elu selu softplus softsign leaky_relu "
           "hard_sigmoid hard_silu log_sigmoid exp log sqrt rsqrt square negative erf softmax "
           "log_softmax cast stop_gradient clip normalize sign floor ceil round sin cos "
-          "reciprocal zeros_like ones_like flip sort "
+          "reciprocal zeros_like ones_like flip sort roll "
           "arccos arccosh arcsin arcsinh arctan arctanh tan sinh cosh log1p log2 log10 expm1 "
           "exp2 cbrt erfc erfinv trunc deg2rad rad2deg nan_to_num signbit isnan isinf "
           "isfinite logical_not sinc fabs celu hard_tanh hard_shrink soft_shrink tanh_shrink "
@@ -578,6 +607,7 @@ _register("broadcast_to", None, _broadcast_to)
 _register("slice", None, _slice)
 _register("fft fft2 ifft2", None, _fourier)
 _register("top_k", None, _top_k)
+_register("take", None, _take)
 _register("unstack", None, _unstack)
 _register("swish", "silu", _same)
 _register("hard_swish", "hard_silu", _same)
@@ -626,6 +656,7 @@ _register("add subtract multiply divide maximum minimum equal not_equal greater 
 _register("pow", "power", _binary, _TF)
 _register("argmin argmax", None, _tf_arg_extreme, ("tensorflow.math.", "tensorflow."))
 _register("one_hot", None, _tf_one_hot, ("tensorflow.",))
+_register("gather", None, _tf_gather, ("tensorflow.",))
 _register("reshape", None, _reshape, ("tensorflow.",))
 _register("matmul", None, _tf_matmul, ("tensorflow.", "tensorflow.linalg."))
 _register("einsum", None, _einsum, ("tensorflow.",))
@@ -695,6 +726,9 @@ def _as_operand(value: Any) -> Any:
     if isinstance(value, Array):  # a NumPy constant, broadcast as it is
         return _ShapeOperand(value.shape)
     if isinstance(value, list):
+        return [_as_operand(v) for v in value]
+    if isinstance(value, tuple) and not getattr(value, "is_shape", False) and any(
+            isinstance(v, (Tensor, Array)) for v in value):  # ops.concatenate((x0, x1))
         return [_as_operand(v) for v in value]
     if isinstance(value, Unknown):
         raise UnresolvedArgument("argument", value.reason)

@@ -10,7 +10,11 @@ are not counted, like other constants a layer keeps.
 * an initializer, ``keras.initializers.GlorotUniform()``, ``tf.random_normal_initializer()``
   (:func:`initializer`), called with a shape: a float32 array of that shape (or the dtype it
   is given);
-* ``tf.Variable(initial_value)``: the initial value's shape and dtype (:func:`variable`).
+* ``tf.Variable(initial_value)``: the initial value's shape and dtype (:func:`variable`);
+* ``keras.Variable(initializer, shape=None, dtype=None, trainable=True)``
+  (:func:`keras_variable`): Keras 3 tracks it when a layer keeps it as an attribute
+  (keras.io's Swin Transformer keeps its relative position index so), one of that layer's
+  weights, trainable or not (:func:`memlint.frontends.keras.classes.track`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Optional
 from memlint.frontends.keras import arrays
 from memlint.frontends.keras.values import Array, Tensor, Unknown
 from memlint.frontends.keras.values import call_arg as _arg
+from memlint.ir import Weight
 from memlint.records import record
 
 _TF_INITIALIZERS = frozenset(f"tensorflow.{kind}_initializer" for kind in (
@@ -65,3 +70,31 @@ def variable(args: list, kwargs: dict) -> Any:
     if isinstance(value, Tensor) and value.shape is not None and None not in value.shape:
         return Array(tuple(value.shape), "float32")
     return Unknown("tf.Variable of an initial value not known statically")
+
+
+@record(eq=False)
+class KerasVariable:
+    """A ``keras.Variable`` not yet kept by a layer: the weight it becomes there."""
+
+    weight: Weight
+
+
+def keras_variable(args: list, kwargs: dict) -> Any:
+    """``keras.Variable(initializer, shape=None, dtype=None, trainable=True, ...,
+    name=None)``: its shape is the initial value's, or ``shape=`` beside an initializer
+    (a name such as ``"zeros"`` or an initializer object)."""
+    init = _arg(args, kwargs, 0, "initializer")
+    shape = _arg(args, kwargs, 1, "shape")
+    trainable = _arg(args, kwargs, 3, "trainable", True)
+    name = _arg(args, kwargs, 6, "name")
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if shape is None and isinstance(init, (Array, Tensor)) and init.shape is not None:
+        shape = init.shape
+    if not isinstance(shape, (list, tuple)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return Unknown("keras.Variable of a shape not known statically")
+    if not isinstance(trainable, bool):
+        return Unknown("keras.Variable whose trainable= is not known statically")
+    return KerasVariable(Weight(name if isinstance(name, str) else "variable", tuple(shape),
+                                trainable=trainable))
