@@ -106,7 +106,7 @@ def test_every_element_wise_and_reducing_keras_op_has_keras_shape_and_name():
     from memlint.frontends.keras import tensor_ops
     from memlint.frontends.keras.names import to_snake_case
     x, row = keras.KerasTensor((None, 4, 6)), keras.KerasTensor((1, 6))
-    extra = {"threshold": (0.5, 0.0), "clip": (0.0, 1.0), "cast": ("float32",)}
+    extra = {"threshold": (0.5, 0.0), "clip": (0.0, 1.0), "cast": ("float32",), "roll": (1,)}
     calls = {"_same": [((X,), {})], "_binary": [((X, Tensor((1, 6))), {})],
              "_reduce": [((X,), {"axis": 1}), ((X,), {"axis": 1, "keepdims": True})],
              "_cumulative": [((X,), {}), ((X,), {"axis": 1})]}
