@@ -1363,3 +1363,18 @@ def test_a_step_without_call_unpacks_a_dataset_of_pairs_like_keras(tmp_path):
     drop = ("output_shape",)
     assert [{k: v for k, v in layer.items() if k not in drop} for layer in got["layers"]] == \
         [{k: v for k, v in layer.items() if k not in drop} for layer in expected["layers"]]
+
+
+def test_a_layer_class_call_records_its_inputs_shapes_not_its_outputs():
+    # (its record had held the outputs' shapes in place of the inputs' since a tidy-up)
+    (graph,) = analyze_source(HEADER + (
+        "class Widen(layers.Layer):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.dense = layers.Dense(8)\n"
+        "    def call(self, x):\n"
+        "        return self.dense(x)\n"
+        "inputs = keras.Input((4,))\n"
+        "model = keras.Model(inputs, Widen()(inputs))\n"), "f.py").models
+    widen = graph.layers[1]
+    assert (widen.input_shapes, widen.output_shapes) == ([(None, 4)], [(None, 8)])

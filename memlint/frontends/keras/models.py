@@ -529,13 +529,13 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
             for i, shape in enumerate(made) if i not in op_made
             or (op_made[i] in read and op_made[i] not in returned)]
     ops_made = set(op_made.values())
-    shapes = as_shape_list(out)
-    for k, shape in enumerate(shapes):
-        by_operation = len(returned) == len(shapes) and returned[k] in ops_made
+    out_shapes = as_shape_list(out)
+    for k, shape in enumerate(out_shapes):
+        by_operation = len(returned) == len(out_shapes) and returned[k] in ops_made
         if shape in made and not by_operation:
             made.remove(shape)
     if outer is not None:
-        outer.extend(made + shapes)
+        outer.extend(made + out_shapes)
     returned, state.returned_by = state.returned_by, []
     layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else [],
                                   inner if out is not None else [], free,
