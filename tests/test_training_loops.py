@@ -183,3 +183,116 @@ def test_a_step_on_data_memlint_cannot_size_leaves_the_batch_unknown():
     # outside the tape, with no training=True, the call is an action's choice, not a step
     acting = AGENT.replace("with tf.GradientTape() as tape:", "if True:")
     assert _setup(acting)[0].mode_source.startswith("assumed")
+
+
+SEQ2SEQ = '''
+import numpy as np
+import tensorflow as tf
+
+class Encoder(tf.keras.Model):
+    def __init__(self, vocab, dim, units):
+        super().__init__()
+        self.embedding = tf.keras.layers.Embedding(vocab, dim)
+        self.gru = tf.keras.layers.GRU(units, return_sequences=True, return_state=True)
+
+    def call(self, x, hidden):
+        return self.gru(self.embedding(x), initial_state=hidden)
+
+class Decoder(tf.keras.Model):
+    def __init__(self, vocab, dim, units):
+        super().__init__()
+        self.embedding = tf.keras.layers.Embedding(vocab, dim)
+        self.gru = tf.keras.layers.GRU(units, return_state=True)
+        self.fc = tf.keras.layers.Dense(vocab)
+
+    def call(self, x, hidden, enc_output):
+        context = tf.reduce_mean(enc_output, axis=1, keepdims=True)
+        x = tf.concat([context, self.embedding(x)], axis=-1)
+        output, state = self.gru(x, initial_state=hidden)
+        return self.fc(output), state
+
+encoder, decoder = Encoder(100, 8, 16), Decoder(50, 8, 16)
+optimizer = tf.keras.optimizers.Adam()
+inputs = np.zeros((640, 7), "int32")
+targets = np.zeros((640, 4), "int32")
+dataset = tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(32, drop_remainder=True)
+
+@tf.function
+def train_step(inp, targ, hidden):
+    loss = 0
+    with tf.GradientTape() as tape:
+        enc_output, hidden = encoder(inp, hidden)
+        dec_input = tf.expand_dims([1] * 32, 1)
+        for t in range(1, targ.shape[1]):
+            predictions, hidden = decoder(dec_input, hidden, enc_output)
+            loss += tf.reduce_mean(predictions)
+            dec_input = tf.expand_dims(targ[:, t], 1)
+    variables = encoder.trainable_variables + decoder.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+
+for inp, targ in dataset:
+    train_step(inp, targ, tf.zeros((32, 16)))
+'''
+
+
+def test_models_called_on_several_arrays_and_in_one_tape_share_the_step():
+    """TensorFlow's translation tutorial: an encoder called on the batch and its initial
+    state, its outputs handed to a decoder called once per target step, all under one tape.
+    Both are traced (each array one of call()'s arguments; the encoder's result is data of
+    its traced shapes), and each estimate is of one call: a lower bound, which says so."""
+    report = analyze_text(textwrap.dedent(SEQ2SEQ).lstrip("\n"), "model.py",
+                          Settings(gpu="8GiB"))
+    graphs = {g.name: g for g in report.models}
+    gru = lambda inputs, units: 3 * (inputs * units + units * units + 2 * units)
+    assert graphs["encoder"].params == 100 * 8 + gru(8, 16)
+    assert graphs["decoder"].params == 50 * 8 + gru(8 + 16, 16) + 16 * 50 + 50
+    for name in ("encoder", "decoder"):
+        setup = graphs[name].setup
+        assert setup.batch_size == 32
+        assert setup.shared_step == ("the step under the GradientTape at line 35 calls "
+                                     "encoder once and decoder 3 times")
+        breakdown = report.breakdowns[report.models.index(graphs[name])]
+        assert not breakdown.complete and breakdown.unknown_activations == []
+    warnings = [d for d in report.diagnostics if d.code == "MEM005"]
+    assert len(warnings) == 2 and all("decoder 3 times" in d.message and "estimates one call "
+                                      "of this model alone" in d.message for d in warnings)
+
+
+def test_one_model_called_once_in_a_tape_has_a_step_of_its_own():
+    setup, report = _setup(LOOP)
+    assert setup.shared_step == "" and report.breakdowns[0].complete
+
+
+def test_a_gan_loop_trains_both_models_in_one_step():
+    """TensorFlow's DCGAN tutorial: the generator and the discriminator (twice) under the
+    two tapes of one ``with`` statement; the generated images are data of the generator's
+    traced output shape."""
+    source = '''
+import numpy as np
+import tensorflow as tf
+from tensorflow.keras import layers
+
+generator = tf.keras.Sequential([tf.keras.Input((16,)), layers.Dense(64), layers.Reshape((8, 8, 1))])
+discriminator = tf.keras.Sequential([tf.keras.Input((8, 8, 1)), layers.Flatten(), layers.Dense(1)])
+g_opt, d_opt = tf.keras.optimizers.Adam(), tf.keras.optimizers.Adam()
+images = np.zeros((256, 8, 8, 1), "float32")
+dataset = tf.data.Dataset.from_tensor_slices(images).batch(64)
+
+for batch in dataset:
+    noise = tf.random.normal([64, 16])
+    with tf.GradientTape() as gen_tape, tf.GradientTape() as disc_tape:
+        generated = generator(noise, training=True)
+        real_output = discriminator(batch, training=True)
+        fake_output = discriminator(generated, training=True)
+        g_loss = tf.reduce_mean(fake_output)
+        d_loss = tf.reduce_mean(real_output) - g_loss
+    g_opt.apply_gradients(zip(gen_tape.gradient(g_loss, generator.trainable_variables),
+                              generator.trainable_variables))
+    d_opt.apply_gradients(zip(disc_tape.gradient(d_loss, discriminator.trainable_variables),
+                              discriminator.trainable_variables))
+'''
+    report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
+    for graph in report.models:
+        assert graph.setup.batch_size == 64
+        assert graph.setup.shared_step == ("the step under the GradientTape at line 13 calls "
+                                           "sequential once and sequential_1 2 times")

@@ -4,7 +4,8 @@ One warning per model with layers whose output size is unknown (with or without 
 budget: the per-layer figures are incomplete either way), or, when a budget asks for a
 verdict, with layers whose GPU library memory memlint does not count (cuDNN's recurrent
 layers under Keras 3 on JAX) or with an unknown batch size (an ONNX graph's symbolic batch
-without ``--batch-size``, batches from a generator of unknown size).  It sits at the first
+without ``--batch-size``, batches from a generator of unknown size), or where a custom
+training loop's step runs it with other models or several times under one GradientTape.  It sits at the first
 unknown layer (else at the fit/predict call, else the model) and says which layers are unknown and
 why (the layer's own reason, or the input dimensions the code leaves open), what the known
 parts come to, and which option fills the gap (``--input-shape H,W,3``, ``--batch-size``).
@@ -34,7 +35,8 @@ class UnknownActivationSize(Rule):
             # an unknown layer size leaves the per-layer figures incomplete, budget or not; an
             # unknown batch size or library memory only withholds the verdict a budget asks for
             if not breakdown.unknown_activations and (
-                    ctx.budget is None or (breakdown.batch_known and not breakdown.not_modelled)):
+                    ctx.budget is None or (breakdown.batch_known and not breakdown.not_modelled
+                                           and not breakdown.shared_step)):
                 continue
             graph = memory_graph(graph)
             by_name = {layer.name: layer for layer in graph.layers}
@@ -63,6 +65,12 @@ class UnknownActivationSize(Rule):
         source = graph.setup.batch_source
         source = source[len("unknown: "):] if source.startswith("unknown: ") else source
         batch = f"the batch size is not known ({source})"
+        if breakdown.shared_step and not breakdown.unknown_activations \
+                and not breakdown.not_modelled:
+            text = (f"the memory of model '{graph.name}' cannot be fully estimated: "
+                    f"{breakdown.shared_step}, and holds what each call keeps for the backward "
+                    "pass at once, where memlint estimates one call of this model alone")
+            return text if breakdown.batch_known else f"{text}, and {batch}"
         if breakdown.not_modelled and not breakdown.unknown_activations:
             first, what = breakdown.not_modelled[0]
             others = [name for name, _ in breakdown.not_modelled[1:]]

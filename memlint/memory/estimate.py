@@ -58,6 +58,9 @@ class MemoryBreakdown:
     not_modelled: list = field(default_factory=list)
     profile: Optional[str] = None  # the backend profile applied (memory/profiles.py), if any
     batch_known: bool = True  # False when the setup has no batch size (the estimate uses 1)
+    # a training loop's step that runs other models, or this one again, with this call
+    # (TrainingSetup.shared_step): the peak, of this call alone, is a lower bound
+    shared_step: str = ""
     # the memory over the step: {"phase": forward|backward|update, "layer", "bytes"} per moment
     timeline: list = field(default_factory=list)
     # where the peak is: {"phase", "layer", "bytes", "tensors": [{"name", "layer", "kind",
@@ -70,9 +73,10 @@ class MemoryBreakdown:
     @property
     def complete(self) -> bool:
         """Every size the peak depends on is known: no layer of unknown output size, none
-        whose library memory is not modelled, and a known batch size.  Otherwise
-        :attr:`peak` counts only the known parts."""
-        return self.batch_known and not self.unknown_activations and not self.not_modelled
+        whose library memory is not modelled, a known batch size, and a step that runs
+        this model alone.  Otherwise :attr:`peak` counts only the known parts."""
+        return self.batch_known and not self.unknown_activations and not self.not_modelled \
+            and not self.shared_step
 
     def category(self, name: str) -> int:
         return sum(p.bytes for p in self.parts if p.category == name)
@@ -220,6 +224,7 @@ def estimate(graph: ModelGraph, setup: Optional[TrainingSetup] = None,
                              batch_known=batch_is_known(setup),
                              profile=profile.name if profile is not None else None)
     result.unknown_activations = first.unknown
+    result.shared_step = setup.shared_step
     # a GPU library's own memory where Keras takes its GPU code paths; what a layer runs that
     # the walk does not trace, everywhere
     result.not_modelled = not_modelled(

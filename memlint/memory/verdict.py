@@ -105,7 +105,7 @@ def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
         status = UNKNOWN
     else:
         status = FITS if with_margin(peak, margin) <= usable else TOO_CLOSE
-    largest = None if unknown or breakdown.not_modelled else \
+    largest = None if unknown or breakdown.not_modelled or breakdown.shared_step else \
         max_batch_size(breakdown, room_for_estimate(usable, margin))
     return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known,
                    margin, basis)

@@ -72,6 +72,9 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "unknown_activations": list(breakdown.unknown_activations),
         "not_modelled": [{"layer": name, "what": what} for name, what in breakdown.not_modelled],
         "batch_size_known": breakdown.batch_known,
+        # a custom training loop's step that runs other models, or this one again, under one
+        # GradientTape: the peak, of one call alone, is a lower bound ("" when none)
+        "shared_step": breakdown.shared_step,
         # memory model v2: the memory over the step ({"phase": forward | backward | update,
         # "layer", "bytes"} per moment of the walk) and where the peak is, with the largest
         # tensors alive there ({"phase", "layer", "bytes", "tensors": [{"name", "layer",

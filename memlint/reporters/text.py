@@ -191,6 +191,8 @@ def model_report(graph, breakdown, budget) -> list:
         lines.append("  not counted (shape unknown): " + ", ".join(breakdown.unknown_activations))
     for name, what in breakdown.not_modelled:
         lines.append(f"  not counted ({name}): {what}")
+    if breakdown.shared_step:
+        lines.append(f"  not counted (the other calls): {breakdown.shared_step}")
     return lines
 
 

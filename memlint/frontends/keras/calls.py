@@ -182,12 +182,12 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
             and is_unknown(args[0]) and training_loops.trains(interp, kwargs):
         # a training loop's step on data memlint cannot size (a reinforcement-learning
         # agent's state from its environment): its batch is not known, not Keras's default
-        training_loops.record_call(interp, func.usage, args, kwargs, node)
+        training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)
     if isinstance(func, (LayerRef, SequentialModel, FunctionalModel)) and args \
             and isinstance(args[0], Array):  # preprocessing data: ``ds.map(augment)``
         if isinstance(func, (SequentialModel, FunctionalModel)) and \
                 training_loops.trains(interp, kwargs):  # a custom training loop's step
-            training_loops.record_call(interp, func.usage, args, kwargs, node)
+            training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)
         return data.apply_to_data(func, args[0])
     if isinstance(func, (LayerRef, OpaqueLayer)):
         return models.call_layer(interp, func, args, kwargs, node)

@@ -408,20 +408,21 @@ _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict"
 
 
 def trace_model(obj: ClassObject, shape: Any, source: str, loc: Location,
-                keys: Optional[list] = None) -> None:
+                keys: Optional[list] = None, spread: Optional[tuple] = None) -> None:
     """The first call of a Model subclass on data or a shape: trace its call().  ``keys``:
-    the data was a dict (``shape`` then lists its values' shapes in that key order)."""
+    the data was a dict (``shape`` then lists its values' shapes in that key order);
+    ``spread``: several arrays, spread over call()'s arguments (:func:`_spread_tensors`)."""
     from memlint.frontends.keras.models import apply
     if obj.input_shape is not None:
         return
     obj.input_shape, obj.input_source = shape, source
     inputs = [Tensor(tuple(s)) for s in shape] if isinstance(shape, list) else Tensor(shape)
     layer = as_layer(obj)
-    layer.input_keys = keys
+    layer.input_keys, layer.spread = keys, spread
     try:
         apply(obj.interp.state, layer, inputs, loc)
     finally:
-        layer.input_keys = None
+        layer.input_keys = layer.spread = None
 
 
 def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any:
@@ -454,12 +455,20 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
         shapes = [tuple(a.shape) for a in flat]
         single = isinstance(data, Array)
         if training_loops.trains(interp, kwargs):  # a custom training loop's step
-            training_loops.record_call(interp, obj.usage, args, kwargs, node)
-        trace_model(obj, shapes[0] if single else shapes,
-                    f"its call on data at line {loc.line}", loc, keys)
+            training_loops.record_call(interp, obj.usage, args, kwargs, node, obj.name)
+        spread = _spread_data(obj, args, kwargs) if single else None
+        if spread is not None:  # ``encoder(inp, hidden)``: each array one of call()'s
+            shapes = [tuple(a.shape) for a in args] + [tuple(kwargs[k].shape)
+                                                       for k in spread[1]]
+        trace_model(obj, shapes if spread is not None else shapes[0] if single else shapes,
+                    f"its call on data at line {loc.line}", loc, keys, spread)
+        made = _result_on_data(obj, shapes if spread is not None or not single
+                               else shapes[0])
+        if made is not None:
+            return made
     elif obj.cls.kind == "model" and is_unknown(data) and training_loops.trains(interp, kwargs):
         # a training loop's step on data memlint cannot size: its batch is not known
-        training_loops.record_call(interp, obj.usage, args, kwargs, node)
+        training_loops.record_call(interp, obj.usage, args, kwargs, node, obj.name)
     return Unknown(f"result of calling {obj.cls.name} on data")
 
 
@@ -481,6 +490,38 @@ def _spread_tensors(obj: ClassObject, args: list, kwargs: dict) -> Optional[tupl
     if len(args) + len(keywords) < 2:
         return None
     return len(args), keywords
+
+
+def _spread_data(obj: ClassObject, args: list, kwargs: dict) -> Optional[tuple]:
+    """As :func:`_spread_tensors`, for a model called on several arrays (``decoder(x,
+    hidden, enc_output)`` in a training loop), or None."""
+    if len(args) + len(kwargs) < 2 or not all(
+            isinstance(a, Array) and a.shape for a in args):
+        return None
+    arrays = {k: v for k, v in kwargs.items() if isinstance(v, Array) and v.shape}
+    return _spread_tensors(obj, [Tensor(tuple(a.shape)) for a in args],
+                           {k: Tensor(tuple(v.shape)) for k, v in arrays.items()})
+
+
+def _result_on_data(obj: ClassObject, shapes: Any) -> Any:
+    """What a Model subclass called eagerly on arrays of ``shapes`` returns: arrays of the
+    shapes its traced call gave for those inputs (an encoder's outputs and state, handed to
+    its decoder in the same step), or None where no traced call had them."""
+    layer = obj.as_layer
+    for record in (layer.calls if layer is not None else []):
+        if record.input_shapes == shapes and record.output_shape is not None:
+            return _as_data(record.output_shape)
+    return None
+
+
+def _as_data(shapes: Any) -> Any:
+    if isinstance(shapes, tuple) and all(d is None or isinstance(d, int) for d in shapes):
+        return Array(shapes)  # (the dtype: the policy's, not kept)
+    if isinstance(shapes, (list, tuple)):
+        return type(shapes)(_as_data(s) for s in shapes)
+    if isinstance(shapes, dict):
+        return {k: _as_data(v) for k, v in shapes.items()}
+    return Unknown("an output of a model called on data, not known statically")
 
 
 def _dict_keys(data: Any) -> Optional[list]:

@@ -179,6 +179,7 @@ class Interpreter(ExpressionEvaluator):
         self.global_names: set = set()  # names declared ``global`` in the current function
         self.depth = 0  # nesting of inlined calls
         self.tape_depth = 0  # enclosing ``with tf.GradientTape()`` blocks (training_loops)
+        self.tape_calls: list = []  # per enclosing tape block: the training calls it ran
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0  # statements and expressions evaluated (at most MAX_STEPS)
         self.deepest = 0  # deepest nesting of inlined calls reached (at most MAX_CALL_DEPTH)
@@ -304,7 +305,11 @@ class Interpreter(ExpressionEvaluator):
             made = len(self.state.models)
             self.tape_depth += tapes
             try:
-                self.exec_block(stmt.body.body)
+                if tapes:
+                    training_loops.tape_block(self, self.location(stmt).line,
+                                              lambda: self.exec_block(stmt.body.body))
+                else:
+                    self.exec_block(stmt.body.body)
             finally:
                 self.tape_depth -= tapes
                 for model in self.state.models[made:]:  # made inside strategy.scope()

@@ -10,7 +10,7 @@ from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.losses import loss_name
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
-from memlint.frontends.keras.training_loops import TRAIN_CALL, applied_optimizer
+from memlint.frontends.keras.training_loops import SHARED_STEP, TRAIN_CALL, applied_optimizer
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
 from memlint.ir import OptimizerSpec, TrainingSetup
 
@@ -43,6 +43,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
         setup.mode_source = f"a training loop's call on a batch at line {loc.line} " \
                             "(under GradientTape or training=True)"
         _batch_from_call(setup, TRAIN_CALL, args, kwargs, loc, fixed_batch)
+        setup.shared_step = next(iter(usage.get(SHARED_STEP, [])), "")
         return setup
     for method in ("predict", "predict_on_batch", "predict_generator"):
         for args, kwargs, loc in usage.get(method, []):

@@ -9,7 +9,11 @@ optimizer's ``apply_gradients``.  memlint follows the loop over one representati
   ``training=True`` is trained at that batch size (a ``"train_call"`` usage, read by
   ``setup.training_setup``);
 * the optimizers whose ``apply_gradients`` / ``minimize`` the code calls: when the model has no
-  ``compile()`` and the file applies exactly one optimizer, that one is the model's.
+  ``compile()`` and the file applies exactly one optimizer, that one is the model's;
+* a ``GradientTape`` block that runs several models, or one model several times (a
+  decoder called once per target step, a GAN's two models), holds all their activations
+  at once: each such model's usage says so (``"shared_step"``), and its estimate, of one
+  call alone, is a lower bound (:func:`tape_block`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from memlint.frontends.keras.values import Optimizer
 from memlint.ir import OptimizerSpec
 
 TRAIN_CALL = "train_call"
+SHARED_STEP = "shared_step"
 APPLYING = ("apply_gradients", "minimize", "apply")
 _TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
 
@@ -38,10 +43,33 @@ def trains(interp, kwargs: dict) -> bool:
     return flag is None and interp.tape_depth > 0
 
 
-def record_call(interp, usage: dict, args: list, kwargs: dict, node) -> None:
-    """Remember a training call of a model on a batch (its usage, as ``fit`` would be)."""
+def record_call(interp, usage: dict, args: list, kwargs: dict, node, name: str) -> None:
+    """Remember a training call of model ``name`` on a batch (its usage, as ``fit`` would
+    be), and that the enclosing tape blocks run it."""
     value = args[0] if args else kwargs.get("inputs", kwargs.get("x"))
     usage.setdefault(TRAIN_CALL, []).append(([value], {}, interp.location(node)))
+    for calls in interp.tape_calls:
+        calls.append((name, usage))
+
+
+def tape_block(interp, line: int, run) -> None:
+    """``run()`` the body of a ``with tf.GradientTape()`` block at ``line``; where it trains
+    several models, or one several times, mark each one's usage with the step it shares."""
+    interp.tape_calls.append([])
+    try:
+        run()
+    finally:
+        calls = interp.tape_calls.pop()
+    counts: dict = {}
+    for name, usage in calls:
+        counts.setdefault(id(usage), [name, usage, 0])[2] += 1
+    if len(calls) < 2:
+        return
+    told = " and ".join(f"{name} " + ("once" if n == 1 else f"{n} times")
+                        for name, _, n in counts.values())
+    for _, usage, _ in counts.values():
+        usage.setdefault(SHARED_STEP, []).append(
+            f"the step under the GradientTape at line {line} calls {told}")
 
 
 def record_optimizer(interp, optimizer: Any, method: str, node) -> bool:
