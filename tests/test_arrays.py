@@ -368,6 +368,12 @@ def test_tensorflow_functions_edge_cases():
     assert unknown(A.call(None, "tensorflow.image.resize", [Array((3, 4), "uint8"), (2, 2)], {}))
     assert A.call(None, "tensorflow.image.resize", [Array((None, None, 3), "uint8"), (224, 224)],
                   {}) == Array((224, 224, 3), "float32")
+    # a crop of a catalogue's image of a size not known (keras.io's CycleGAN) is of the size
+    # asked for; a size not known leaves it unknown
+    assert A.call(None, "tensorflow.image.random_crop", [Unknown("image")],
+                  {"size": [256, 256, 3]}) == Array((256, 256, 3))
+    assert unknown(A.call(None, "tensorflow.image.random_crop", [Unknown("image"),
+                                                                 Unknown("size")], {}))
     assert A.call(None, "keras.utils.normalize", [Array((3, 4), "uint8")], {}).dtype == "float64"
     assert A.call(None, "keras.utils.normalize", [Array((3, 4), "float32")], {}).dtype == "float32"
     # never on symbolic tensors: those are the model's operations (tensor_ops)

@@ -1061,6 +1061,11 @@ def call(state, name: str, args: list, kwargs: dict) -> Any:
         return _one_hot(args, kwargs)
     data = args[0] if args else next((kwargs[k] for k in _DATA_KEYWORDS if k in kwargs), None)
     array = _operand(data)
+    size = _dims(_arg(args, kwargs, 1, "size")) if name == "tensorflow.image.random_crop" \
+        else None
+    if array is None and size is not None and all(_is_int(d) and d > 0 for d in size):
+        # a crop of an image of a size not known (a catalogue's): of the size asked for
+        return Array(size)
     if array is None or (tuple(array.shape) == () and name != "tensorflow.cast"):
         return Unknown(f"{name} of data not known statically")
     if name == "tensorflow.cast":
