@@ -296,3 +296,38 @@ for batch in dataset:
         assert graph.setup.batch_size == 64
         assert graph.setup.shared_step == ("the step under the GradientTape at line 13 calls "
                                            "sequential once and sequential_1 2 times")
+
+
+def test_a_call_on_unknown_data_inside_a_traced_train_step_is_no_loop_of_its_own():
+    """A model subclass's ``train_step()`` that calls a functional sub-model on a value
+    memlint does not evaluate: the sub-model is part of the subclass's step, not a custom
+    loop's model of unknown batch (as it was for a moment)."""
+    source = '''
+import numpy as np
+import tensorflow as tf
+import keras
+from keras import layers
+from mystery import shuffle_patches
+
+inputs = keras.Input((8,))
+encoder = keras.Model(inputs, layers.Dense(4)(inputs), name="encoder")
+
+class Trainer(keras.Model):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(self.encoder(shuffle_patches(x)))
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+
+model = Trainer(encoder)
+model.compile(optimizer="adam")
+model.fit(np.zeros((64, 8), "float32"), batch_size=16)
+'''
+    report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
+    assert [g.name for g in report.models] == ["trainer"]
+    assert [g.name for g in report.parts] == ["encoder"]

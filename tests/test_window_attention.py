@@ -163,8 +163,11 @@ def test_take_gather_roll_and_reshapes_of_constants(name, args, kwargs, expected
 def test_refused_takes_and_reshapes_raise():
     with pytest.raises(UnresolvedArgument):  # the flattened batch
         operation_shape("keras.ops.take", [Tensor((None, 4)), Tensor((5,))], {})
-    with pytest.raises(UnresolvedArgument):
+    with pytest.raises(LayerError):  # the indices' batch is not the params'
         operation_shape("tensorflow.gather", [Tensor((8, 4)), Tensor((2,))], {"batch_dims": 1})
+    with pytest.raises(UnresolvedArgument):
+        operation_shape("tensorflow.gather", [Tensor((8, 4)), Tensor((8, 2))],
+                        {"batch_dims": "1"})
     with pytest.raises(LayerError):  # 16 values do not fill rows of 3
         operation_shape("keras.ops.reshape", [Tensor((4, 4)), (3, -1)], {})
 

@@ -178,8 +178,8 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         # a discriminator run on real and generated images joined
         return batches.run_on([args, kwargs], lambda both: call(
             interp, func, both[0], both[1], node), f"a call of {type(func).__name__}")
-    if isinstance(func, (SequentialModel, FunctionalModel)) and args \
-            and is_unknown(args[0]) and training_loops.trains(interp, kwargs):
+    if isinstance(func, (SequentialModel, FunctionalModel)) and args and is_unknown(args[0]) \
+            and not getattr(interp, "tracing", 0) and training_loops.trains(interp, kwargs):
         # a training loop's step on data memlint cannot size (a reinforcement-learning
         # agent's state from its environment): its batch is not known, not Keras's default
         training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)

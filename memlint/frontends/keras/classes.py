@@ -246,8 +246,10 @@ def get_attribute(obj: Any, attr: str) -> Any:
                 "fit", "predict", "evaluate", "train_on_batch"):
         return ObjMethod(obj, attr)
     unknown = Unknown(f"attribute '{attr}' of {obj.cls.name} is not known statically")
-    # what Keras's Model keeps from compile(): its loss and metrics run no layer of the model
-    unknown.runs_no_layer = attr in ("loss", "compiled_loss", "compiled_metrics")
+    # what Keras's Model keeps from compile(): its loss and metrics run no layer of the model,
+    # nor does its compute_loss() (the compiled loss and the layers' added losses)
+    unknown.runs_no_layer = attr in ("loss", "compiled_loss", "compiled_metrics",
+                                     "compute_loss")
     return unknown
 
 
@@ -466,7 +468,8 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
                                else shapes[0])
         if made is not None:
             return made
-    elif obj.cls.kind == "model" and is_unknown(data) and training_loops.trains(interp, kwargs):
+    elif obj.cls.kind == "model" and is_unknown(data) and not getattr(interp, "tracing", 0) \
+            and training_loops.trains(interp, kwargs):
         # a training loop's step on data memlint cannot size: its batch is not known
         training_loops.record_call(interp, obj.usage, args, kwargs, node, obj.name)
     return Unknown(f"result of calling {obj.cls.name} on data")
@@ -590,7 +593,8 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
     """A sub-layer the traced step never called.  Where nothing in the trace could have
     called it unseen, it is what Keras shows: a built functional model (an EMA copy, a
     target network) with its weights and own output, run by nothing in the step; a plain
-    layer with the weights it was built with (none, unbuilt).  Otherwise (the step was not
+    layer with the weights it was built with (none, unbuilt), a Sequential of no Input with
+    none.  Otherwise (the step was not
     traced, or may have called it unseen) its size is not known."""
     from memlint.frontends.keras.graphs import own_output
     from memlint.frontends.keras.nested import layer_weights, model_weights
@@ -615,6 +619,11 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
         return LayerNode(name=layer.name, type=layer.type, location=layer.location,
                          config={"model": layer.model.name}, weights=model_weights(layer.model),
                          idle=True)
+    if seen_all and isinstance(layer, ModelLayer) and isinstance(layer.model, SequentialModel):
+        # a Sequential of no Input, never called (a masked autoencoder's test-time
+        # augmentation): Keras never builds it, and it holds nothing
+        return LayerNode(name=layer.name, type=layer.type, location=layer.location,
+                         config={"model": layer.model.name}, idle=True)
     if seen_all and isinstance(layer, LayerRef):
         return LayerNode(name=layer.name, type=layer.type, location=layer.location,
                          config=dict(layer.instance.config), weights=layer_weights(layer),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-from memlint.frontends.keras.values import Array, Tensor, Unknown, flatten_structure
+from memlint.frontends.keras.values import Array, Ref, Tensor, Unknown, flatten_structure
 from memlint.frontends.keras.values import call_arg as _arg
 from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
@@ -402,12 +402,25 @@ def _take(args, kwargs):
 
 def _tf_gather(args, kwargs):
     """``tf.gather(params, indices, axis=None, batch_dims=0)``: ``take`` along axis 0 unless
-    told (other ``batch_dims`` are not sized)."""
-    if _arg(args, kwargs, 4, "batch_dims", 0) != 0:
-        raise UnresolvedArgument("batch_dims", "tf.gather with batch_dims is not sized")
+    told; with ``batch_dims`` the indices' first axes are the params' own."""
+    batch_dims = _arg(args, kwargs, 4, "batch_dims", 0)
     axis = _arg(args, kwargs, 3, "axis")
-    return _take([_arg(args, kwargs, 0, "params"), _arg(args, kwargs, 1, "indices"),
-                  0 if axis is None else axis], {})
+    if batch_dims == 0:
+        return _take([_arg(args, kwargs, 0, "params"), _arg(args, kwargs, 1, "indices"),
+                      0 if axis is None else axis], {})
+    # per sample (``batch_dims=1``: a masked autoencoder's kept patches): the indices'
+    # leading axes are the params' own
+    params = _shape_of(_arg(args, kwargs, 0, "params"))
+    indices = _shape_of(_arg(args, kwargs, 1, "indices"))
+    axis = batch_dims if axis is None else axis
+    if not isinstance(batch_dims, int) or isinstance(batch_dims, bool) or batch_dims < 0 \
+            or batch_dims > len(indices) or not isinstance(axis, int):
+        raise UnresolvedArgument("batch_dims", "tf.gather's batch_dims is not known statically")
+    axis = _axis(axis, len(params))
+    if axis < batch_dims:
+        raise LayerError("tf.gather needs batch_dims <= axis")
+    broadcast(params[:batch_dims], indices[:batch_dims])
+    return tuple(params[:axis]) + tuple(indices[batch_dims:]) + tuple(params[axis + 1:])
 
 
 def _tf_one_hot(args, kwargs):
@@ -421,6 +434,10 @@ def _tile(args, kwargs):
     shape = _shape_of(_arg(args, kwargs, 0, "x"))
     reps = _arg(args, kwargs, 1, "repeats")
     reps = (reps,) if isinstance(reps, int) else reps
+    if isinstance(reps, (list, tuple)) and len(reps) == len(shape) and reps and \
+            reps[0] is None and shape[0] == 1 and all(isinstance(r, int) for r in reps[1:]):
+        # ``tf.tile(pos, [tf.shape(x)[0], 1, 1])``: one row repeated for every sample
+        return (None,) + _tile([_ShapeOperand(shape[1:]), reps[1:]], {})
     if not isinstance(reps, (list, tuple)) or not all(isinstance(r, int) for r in reps):
         raise UnresolvedArgument("repeats", "not known statically")
     rank = max(len(shape), len(reps))
@@ -442,6 +459,9 @@ def _repeat(args, kwargs):
     shape = _shape_of(_arg(args, kwargs, 0, "x"))
     times = _arg(args, kwargs, 1, "repeats")
     axis = _arg(args, kwargs, 2, "axis")
+    if times is None and isinstance(axis, int) and shape and _axis(axis, len(shape)) == 0 \
+            and shape[0] == 1:  # ``repeat(row, tf.shape(x)[0], axis=0)``: one per sample
+        return (None,) + tuple(shape[1:])
     if not isinstance(times, int) or axis is None:
         raise UnresolvedArgument("repeats", "only an int repeat along one axis is evaluated")
     a = _axis(axis, len(shape))
@@ -553,10 +573,14 @@ def _rearranged(args: list, kwargs: dict, to_space: bool, tf: bool) -> tuple:
     return (shape[0], channels, rows, cols) if first else (shape[0], rows, cols, channels)
 
 
+_NEWAXIS = ("numpy.newaxis", "tensorflow.newaxis")
+
+
 def _getitem(args, kwargs):
     """``x[:, 1:3]``, ``x[..., 0]``, ``x[:, None]``: NumPy basic indexing."""
     shape, key = _shape_of(args[0]), args[1]
     key = key if isinstance(key, tuple) and not getattr(key, "is_shape", False) else (key,)
+    key = tuple(None if isinstance(k, Ref) and k.name in _NEWAXIS else k for k in key)
     if not all(k is None or k is Ellipsis or isinstance(k, slice) or
                (isinstance(k, int) and not isinstance(k, bool)) for k in key):
         raise UnresolvedArgument("index", "only ints, slices, None and ... are evaluated")
@@ -608,6 +632,11 @@ _register("slice", None, _slice)
 _register("fft fft2 ifft2", None, _fourier)
 _register("top_k", None, _top_k)
 _register("take", None, _take)
+_register("argsort", None, _same)
+_register("argsort", None, _same, ("tensorflow.",))
+_register("repeat", None, _repeat, ("tensorflow.",))
+_register("tile", None, lambda a, k: _tile([_arg(a, k, 0, "input"), _arg(a, k, 1, "multiples")],
+                                           {}), ("tensorflow.",))
 _register("unstack", None, _unstack)
 _register("swish", "silu", _same)
 _register("hard_swish", "hard_silu", _same)

@@ -4,13 +4,14 @@ keras.io's VQ-VAE keeps its codebook as ``tf.Variable(initial_value=tf.random_un
 initializer()(shape=(dim, codes), dtype="float32"))`` on a layer.  Keras 3 tracks only its
 own variables, so such a variable is none of the layer's weights (real Keras reports 0
 parameters for it and does not train it); what the layer computes from it is sized as from a
-constant of that shape (an :class:`~.values.Array`, as ``tf.zeros`` gives).  Its own bytes
-are not counted, like other constants a layer keeps.
+constant tensor of that shape (no layer makes it).  Its own bytes are not counted, like other
+constants a layer keeps.
 
 * an initializer, ``keras.initializers.GlorotUniform()``, ``tf.random_normal_initializer()``
   (:func:`initializer`), called with a shape: a float32 array of that shape (or the dtype it
   is given);
-* ``tf.Variable(initial_value)``: the initial value's shape and dtype (:func:`variable`);
+* ``tf.Variable(initial_value)``: a constant tensor of the initial value's shape
+  (:func:`variable`);
 * ``keras.Variable(initializer, shape=None, dtype=None, trainable=True)``
   (:func:`keras_variable`): Keras 3 tracks it when a layer keeps it as an attribute
   (keras.io's Swin Transformer keeps its relative position index so), one of that layer's
@@ -62,13 +63,12 @@ def initial_value(init: Initializer, args: list, kwargs: dict) -> Any:
 
 
 def variable(args: list, kwargs: dict) -> Any:
-    """``tf.Variable(initial_value, trainable=True, ...)``: a constant of the initial value's
-    shape and dtype (Keras 3 does not make it a weight of the layer that holds it)."""
+    """``tf.Variable(initial_value, trainable=True, ...)``: a constant tensor of the initial
+    value's shape (Keras 3 does not make it a weight of the layer that holds it)."""
     value = _arg(args, kwargs, 0, "initial_value")
-    if isinstance(value, Array):
-        return Array(tuple(value.shape), value.dtype)
-    if isinstance(value, Tensor) and value.shape is not None and None not in value.shape:
-        return Array(tuple(value.shape), "float32")
+    if isinstance(value, (Array, Tensor)) and value.shape is not None \
+            and None not in value.shape:
+        return Tensor(tuple(value.shape))
     return Unknown("tf.Variable of an initial value not known statically")
 
 
