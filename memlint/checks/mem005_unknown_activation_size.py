@@ -5,10 +5,11 @@ budget: the per-layer figures are incomplete either way), or, when a budget asks
 verdict, with layers whose GPU library memory memlint does not count (cuDNN's recurrent
 layers under Keras 3 on JAX) or with an unknown batch size (an ONNX graph's symbolic batch
 without ``--batch-size``, batches from a generator of unknown size), or where a custom
-training loop's step runs it with other models or several times under one GradientTape.  It sits at the first
-unknown layer (else at the fit/predict call, else the model) and says which layers are unknown and
-why (the layer's own reason, or the input dimensions the code leaves open), what the known
-parts come to, and which option fills the gap (``--input-shape H,W,3``, ``--batch-size``).
+training loop's step runs it with other models or several times under one GradientTape.
+It sits at the first unknown layer (else at the fit/predict call, else the model) and says
+which layers are unknown and why (the layer's own reason, or the input dimensions the code
+leaves open), what the known parts come to, and which option fills the gap
+(``--input-shape H,W,3``, ``--batch-size``).
 """
 
 from __future__ import annotations

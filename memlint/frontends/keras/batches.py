@@ -93,10 +93,6 @@ def repeated(name: str, args: list, kwargs: dict) -> Optional[tuple]:
     return tensor, tuple(tensor.shape), times
 
 
-_REDUCTIONS = frozenset({"mean", "sum", "max", "min", "prod", "std", "var", "logsumexp",
-                         "argmax", "argmin", "amax", "amin", "any", "all", "median"})
-
-
 def row_wise(name: str, args: list, kwargs: dict) -> bool:
     """Whether the operation ``name`` reads its tensor of several batches (the first
     operand) row by row, each row of the result made from the same row of it: a reduction
@@ -109,7 +105,7 @@ def row_wise(name: str, args: list, kwargs: dict) -> bool:
     if not isinstance(first, Batches) or not first.tensor.shape or has_batches(rest):
         return False
     rank = len(first.tensor.shape)
-    if stem in _REDUCTIONS:
+    if tensor_ops.is_reduction(name):
         axis = call_arg(args, kwargs, 1, "axis")
         if axis is None and name.startswith("tensorflow.") and stem in ("argmin", "argmax"):
             return False  # TensorFlow's default: the batch axis

@@ -593,9 +593,9 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
     """A sub-layer the traced step never called.  Where nothing in the trace could have
     called it unseen, it is what Keras shows: a built functional model (an EMA copy, a
     target network) with its weights and own output, run by nothing in the step; a plain
-    layer with the weights it was built with (none, unbuilt), a Sequential of no Input with
-    none.  Otherwise (the step was not
-    traced, or may have called it unseen) its size is not known."""
+    layer with the weights it was built with (none, unbuilt); a Sequential of no Input with
+    none.  Otherwise (the step was not traced, or may have called it unseen) its size is
+    not known."""
     from memlint.frontends.keras.graphs import own_output
     from memlint.frontends.keras.nested import layer_weights, model_weights
     from memlint.frontends.keras.values import SequentialModel

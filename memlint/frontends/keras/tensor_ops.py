@@ -713,6 +713,12 @@ def is_operation(name: str) -> bool:
     return name in OPERATIONS
 
 
+def is_reduction(name: str) -> bool:
+    """Whether the operation reduces the axes it is given (``mean``, ``tf.reduce_sum``,
+    ``argmin``)."""
+    return name in OPERATIONS and OPERATIONS[name][1] in (_reduce, _tf_arg_extreme)
+
+
 def is_elementwise(name: str) -> bool:
     """Whether the operation works element by element, keeping its operands' shape (an
     activation, ``x * y``): on a tensor of several batches it makes one of as many."""
