@@ -587,11 +587,17 @@ def _symbolic_dims(value) -> tuple | None:
     return _as_dims(value)
 
 
-def _as_dims(value) -> tuple | None:
+def _as_dims(value, open_rows: bool = False) -> tuple | None:
+    """A shape of ints; with ``open_rows``, a first dimension not known statically is None
+    (``np.empty((self.batch_size, *self.dim, 3))`` after a branch that may shrink the last
+    batch: its rows are not known, its samples' shape is)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,)
     if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
         return tuple(value)
+    if open_rows and isinstance(value, (tuple, list)) and len(value) > 1 \
+            and is_unknown(value[0]) and all(isinstance(v, int) for v in value[1:]):
+        return (None, *value[1:])
     return None
 
 
@@ -638,7 +644,7 @@ def _numpy(name: str, args: list, kwargs: dict):
     if name in _NUMPY_DIMS_FUNCS:
         dims = _as_dims(tuple(args)) if args else ()
     elif name in _NUMPY_SIZE_FUNCS:
-        dims = _as_dims(args[0] if args else kwargs.get("shape"))
+        dims = _as_dims(args[0] if args else kwargs.get("shape"), open_rows=True)
     elif name in _NUMPY_SIZE_KW_FUNCS:
         size = kwargs.get("size")
         if size is None:

@@ -519,9 +519,10 @@ def _from_batch(batch: Any, origin: str) -> Optional[Dataset]:
                        batch=Unknown("batch size of a generator"), origin=origin)
     leaves = [leaf for leaf in flatten_structure(batch) if isinstance(leaf, Array)]
     rows = {leaf.shape[0] for leaf in leaves if leaf.shape}
-    size = rows.pop() if len(rows) == 1 else Unknown("batch size not known statically")
+    size = rows.pop() if len(rows) == 1 else None
     element = _map_leaves(batch, _slice_element)
-    return Dataset(element, batch=size if isinstance(size, int) else Unknown("batch size"),
+    return Dataset(element, batch=size if isinstance(size, int) else Unknown(
+        f"the rows of the batches {origin} returns are not known statically"),
                    origin=origin, batch_origin=origin)
 
 

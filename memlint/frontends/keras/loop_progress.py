@@ -29,7 +29,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras.plain_objects import PlainObject
-from memlint.frontends.keras.slice_scan import target_names
+from memlint.frontends.keras.slice_scan import Summary, target_names
 from memlint.frontends.keras.values import Array, Ref, UserFunction
 from memlint.layers.base import Unknown
 
@@ -212,18 +212,68 @@ def forget_after_stop(interp, summary, reason: str) -> list:
     attribute and element stores, and the containers and plain objects whose methods it
     calls (``questions.append``).  Returns the names, sorted."""
     names = set(summary.bound) | set(summary.mutated) | set(summary.stored)
+    called = set()
     for call in summary.calls:
         scope = scope_of(interp, call.root) if call.root else None
         if scope is not None and call.kind in ("chain", "method") and isinstance(
-                scope[call.root], (list, dict, set, PlainObject, Unknown)):
-            names.add(call.root)
+                scope[call.root], (list, dict, set, PlainObject, Unknown)) and not (
+                call.kind == "chain" and _leaves_object(interp, scope[call.root], call.dotted)):
+            called.add(call.root)
+    names |= called
+    attributes: dict = {}
+    for root, attr in summary.attributes:
+        attributes.setdefault(root, set()).add(attr)
     forgotten = []
     for name in sorted(names):
         scope = scope_of(interp, name)
-        if scope is not None:
-            scope[name] = Unknown(reason)
-            forgotten.append(name)
+        if scope is None:
+            continue
+        if _only_attributes_set(scope[name], name, summary, called) and name in attributes:
+            # ``self.batch_size = n`` on an object: that attribute, not the object
+            for attr in sorted(attributes[name]):
+                _set_attribute(scope[name], attr, Unknown(reason))
+                forgotten.append(f"{name}.{attr}")
+            continue
+        scope[name] = Unknown(reason)
+        forgotten.append(name)
     return forgotten
+
+
+def _leaves_object(interp, obj, dotted: str, depth: int = 0) -> bool:
+    """Whether ``obj.<dotted>(...)`` is a method of ``obj``'s class of the file that changes
+    nothing of ``obj`` (a data generator's ``self.load(path)`` reading its settings): it
+    stores nothing into its ``self`` and calls on it only methods that do not either."""
+    method = obj.cls.methods.get(dotted) if isinstance(obj, PlainObject) and obj.cls \
+        and "." not in dotted else None
+    params = getattr(getattr(method, "node", None), "params", None)
+    if method is None or params is None or not params.params or depth > 3 \
+            or dotted in getattr(obj.cls, "static", ()):
+        return False
+    me = params.params[0].name.value
+    summary = Summary()  # of the method's body (the ``def`` itself only binds its name)
+    for stmt in method.node.body.body:
+        summary.merge(interp.slicer.scanner.summary(stmt))
+    if me in summary.mutated | summary.stored | summary.bound:
+        return False
+    return all(_leaves_object(interp, obj, call.dotted, depth + 1)
+               for call in summary.calls if call.root == me)
+
+
+def _only_attributes_set(value, name: str, summary, called: set) -> bool:
+    """Whether ``summary`` only sets attributes of ``name``'s object (a plain object or an
+    object of a Keras class of the file): nothing rebinds the name, stores into it
+    otherwise, or calls its methods."""
+    from memlint.frontends.keras.classes import ClassObject
+    return isinstance(value, (PlainObject, ClassObject)) and name not in summary.bound \
+        and name not in summary.deep and name not in summary.stored and name not in called
+
+
+def _set_attribute(obj, attr: str, value) -> None:
+    from memlint.frontends.keras import classes, plain_objects
+    if isinstance(obj, PlainObject):
+        plain_objects.set_attribute(obj, attr, value)
+    else:
+        classes.set_attribute(obj, attr, value)
 
 
 def scope_of(interp, name: str) -> Optional[dict]:

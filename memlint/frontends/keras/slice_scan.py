@@ -81,6 +81,10 @@ class Summary:
     kills: set = field(default_factory=set)  # names surely rebound (simple statements)
     mutated: set = field(default_factory=set)  # roots of attribute stores
     stored: set = field(default_factory=set)  # roots of subscript stores
+    # (root, attribute) of each store to an attribute of a name (``self.batch_size = n``),
+    # and the roots stored into any other way (``self.x[i] = v``, ``a.b.c = v``)
+    attributes: set = field(default_factory=set)
+    deep: set = field(default_factory=set)
     closure: set = field(default_factory=set)  # free names of functions defined inside
     declared: set = field(default_factory=set)  # ``global`` / ``nonlocal`` names
     blocked: bool = False  # contains something that is never skipped
@@ -96,6 +100,8 @@ class Summary:
         self.bindings += other.bindings
         self.mutated |= other.mutated
         self.stored |= other.stored
+        self.attributes |= other.attributes
+        self.deep |= other.deep
         self.closure |= other.closure
         self.declared |= other.declared
         self.blocked |= other.blocked
@@ -401,6 +407,10 @@ class Scanner:
                 return
             (out.stored if isinstance(target, cst.Subscript) and
              _root(target.value) == _plain_root(target.value) else out.mutated).add(root)
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+                out.attributes.add((root, target.attr.value))
+            else:
+                out.deep.add(root)
             out.bindings.append(_binding(root, "mutate", rhs, value=value))
         else:
             out.blocked = True
