@@ -331,3 +331,67 @@ model.fit(np.zeros((64, 8), "float32"), batch_size=16)
     report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
     assert [g.name for g in report.models] == ["trainer"]
     assert [g.name for g in report.parts] == ["encoder"]
+
+
+JAX_LOOP = '''
+import os
+os.environ["KERAS_BACKEND"] = "jax"
+import jax
+import numpy as np
+import tensorflow as tf
+import keras
+
+inputs = keras.Input(shape=(784,))
+model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, activation="relu")(inputs)))
+(x_train, y_train), _ = keras.datasets.mnist.load_data()
+x_train = np.reshape(x_train, (-1, 784)).astype("float32")
+y_train = keras.utils.to_categorical(y_train)
+train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train)).batch(48)
+loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True)
+optimizer = keras.optimizers.RMSprop()
+
+def compute_loss_and_updates(trainable_variables, non_trainable_variables, x, y):
+    y_pred, non_trainable_variables = model.stateless_call(
+        trainable_variables, non_trainable_variables, x, training=True)
+    return loss_fn(y, y_pred), non_trainable_variables
+
+grad_fn = jax.value_and_grad(compute_loss_and_updates, has_aux=True)
+
+@jax.jit
+def train_step(state, data):
+    trainable_variables, non_trainable_variables, optimizer_variables = state
+    x, y = data
+    (loss, non_trainable_variables), grads = grad_fn(
+        trainable_variables, non_trainable_variables, x, y)
+    trainable_variables, optimizer_variables = optimizer.stateless_apply(
+        optimizer_variables, grads, trainable_variables)
+    return loss, (trainable_variables, non_trainable_variables, optimizer_variables)
+
+state = model.trainable_variables, model.non_trainable_variables, optimizer.variables
+for step, data in enumerate(train_dataset):
+    data = (data[0].numpy(), data[1].numpy())
+    loss, state = train_step(state, data)
+'''
+
+
+def test_a_jax_loop_of_stateless_calls_under_value_and_grad_trains_the_model():
+    """keras.io's JAX training loop: ``model.stateless_call`` inside the function
+    ``jax.value_and_grad`` differentiates is the step, at the dataset's batch, with the
+    optimizer ``stateless_apply`` applies (it was Keras's default batch and Adam, assumed)."""
+    setup, _ = _setup(JAX_LOOP)
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert setup.optimizer.name == "rmsprop" and "stateless_apply() applies" in \
+        setup.optimizer.source
+    subclassed = JAX_LOOP.replace(
+        'model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, '
+        'activation="relu")(inputs)))',
+        'class MLP(keras.Model):\n'
+        '    def __init__(self):\n'
+        '        super().__init__()\n'
+        '        self.hidden, self.out = keras.layers.Dense(64), keras.layers.Dense(10)\n'
+        '    def call(self, x):\n'
+        '        return self.out(self.hidden(x))\n'
+        'model = MLP()')
+    setup, report = _setup(subclassed)
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert report.models[0].params == 784 * 64 + 64 + 64 * 10 + 10

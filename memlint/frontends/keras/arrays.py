@@ -728,7 +728,8 @@ def get_attribute(array: Array, attr: str) -> Any:
 
 
 _REDUCTIONS = {"mean", "sum", "prod", "std", "var", "max", "min", "argmax", "argmin", "ptp"}
-_SAME = {"copy", "clip", "round", "cumsum", "conj"}
+# (``numpy()``: a TensorFlow tensor of data, a batch from a tf.data loop, as a NumPy array)
+_SAME = {"copy", "clip", "round", "cumsum", "conj", "numpy"}
 
 
 def call_method(array: Array, method: str, args: list, kwargs: dict) -> Any:

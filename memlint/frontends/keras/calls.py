@@ -197,6 +197,10 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return call(interp, func.func, [*func.args, *args], {**func.kwargs, **kwargs}, node)
     if isinstance(func, variables.Initializer):  # initializer(shape): its first value
         return variables.initial_value(func, args, kwargs)
+    if isinstance(func, training_loops.Differentiated):  # jax.value_and_grad(f)(...)
+        return training_loops.run_differentiated(
+            interp, func, lambda: call(interp, func.fn, args, kwargs, node),
+            interp.location(node).line)
     if isinstance(func, plain_objects.PlainClass):
         return plain_objects.construct(interp, func, args, kwargs, node)
     if isinstance(func, plain_objects.PlainMethod):
@@ -305,7 +309,7 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return variables.variable(args, kwargs)
     if name == "keras.Variable":  # a weight of the layer that keeps it (classes.track)
         return variables.keras_variable(args, kwargs)
-    made = variables.initializer(name)
+    made = variables.initializer(name) or training_loops.differentiated(name, args, kwargs)
     if made is not None:
         return made
     if name == "keras.mixed_precision.set_global_policy":
@@ -444,6 +448,9 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
     if training_loops.record_optimizer(interp, obj, method, node):
         return None
     if isinstance(obj, (SequentialModel, FunctionalModel)):
+        if method == "stateless_call":  # (trainable, non-trainable, inputs...): a call
+            return (call(interp, obj, args[2:], kwargs, node),
+                    Unknown("the non-trainable variables stateless_call returns"))
         return models.model_method(interp, obj, method, args, kwargs, node)
     if isinstance(obj, (data.Dataset, data.ImageGenerator)):
         return data.method(interp, obj, method, args, kwargs, node)

@@ -243,7 +243,7 @@ def get_attribute(obj: Any, attr: str) -> Any:
     if attr in obj.cls.attrs:
         return obj.cls.attrs[attr]
     if attr in ("add_weight", "build", "compute_output_shape", "call", "summary", "compile",
-                "fit", "predict", "evaluate", "train_on_batch"):
+                "fit", "predict", "evaluate", "train_on_batch", "stateless_call"):
         return ObjMethod(obj, attr)
     unknown = Unknown(f"attribute '{attr}' of {obj.cls.name} is not known statically")
     # what Keras's Model keeps from compile(): its loss and metrics run no layer of the model,
@@ -287,6 +287,9 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
         return run_method(interp, obj, method.fn, args, kwargs, node)
     if method.method == "add_weight":
         return _add_weight(obj, args, kwargs)
+    if method.method == "stateless_call":  # (trainable, non-trainable, inputs...): a call
+        return (call_object(interp, obj, list(args[2:]), kwargs, node),
+                Unknown("the non-trainable variables stateless_call returns"))
     if obj.cls.kind == "model" and method.method in _USAGE_METHODS:
         loc = interp.location(node)
         if method.method != "compile":

@@ -13,19 +13,23 @@ optimizer's ``apply_gradients``.  memlint follows the loop over one representati
 * a ``GradientTape`` block that runs several models, or one model several times (a
   decoder called once per target step, a GAN's two models), holds all their activations
   at once: each such model's usage says so (``"shared_step"``), and its estimate, of one
-  call alone, is a lower bound (:func:`tape_block`).
+  call alone, is a lower bound (:func:`tape_block`);
+* JAX's ``jax.value_and_grad(f)`` / ``jax.grad(f)`` (keras.io's JAX training loop, with
+  ``model.stateless_call`` inside ``f`` and ``optimizer.stateless_apply``): ``f`` runs as a
+  tape block does (:class:`Differentiated`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from memlint.frontends.keras.values import Optimizer
+from memlint.frontends.keras.values import Optimizer, Unknown
 from memlint.ir import OptimizerSpec
+from memlint.records import record
 
 TRAIN_CALL = "train_call"
 SHARED_STEP = "shared_step"
-APPLYING = ("apply_gradients", "minimize", "apply")
+APPLYING = ("apply_gradients", "minimize", "apply", "stateless_apply")
 _TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
 
 
@@ -72,21 +76,59 @@ def tape_block(interp, line: int, run) -> None:
             f"the step under the GradientTape at line {line} calls {told}")
 
 
+@record(frozen=True)
+class Differentiated:
+    """``jax.value_and_grad(fn, has_aux=...)`` (``value`` True) or ``jax.grad(fn)``."""
+
+    fn: Any
+    value: bool
+    has_aux: bool
+
+
+def differentiated(name: str, args: list, kwargs: dict) -> Optional[Differentiated]:
+    """What ``jax.value_and_grad(fn, ...)`` / ``jax.grad(fn, ...)`` makes, or None."""
+    if name not in ("jax.value_and_grad", "jax.grad"):
+        return None
+    fn = args[0] if args else kwargs.get("fun")
+    has_aux = kwargs.get("has_aux", False)
+    if fn is None or not isinstance(has_aux, bool):
+        return None
+    return Differentiated(fn, name == "jax.value_and_grad", has_aux)
+
+
+def run_differentiated(interp, made: Differentiated, call, line: int) -> Any:
+    """Call the function ``made`` differentiates (``call()`` runs it) as under a tape: its
+    model calls are training steps.  What JAX returns: ``(value, grads)`` or ``grads``
+    (``(grads, aux)`` with ``has_aux``), the gradients not known."""
+    result = []
+    interp.tape_depth += 1
+    try:
+        tape_block(interp, line, lambda: result.append(call()))
+    finally:
+        interp.tape_depth -= 1
+    grads = Unknown("gradients computed by JAX")
+    if made.value:
+        return (result[0], grads)
+    if made.has_aux and isinstance(result[0], tuple) and len(result[0]) == 2:
+        return (grads, result[0][1])
+    return grads
+
+
 def record_optimizer(interp, optimizer: Any, method: str, node) -> bool:
     """``optimizer.apply_gradients(...)``: remember which optimizer the code applies."""
     if not isinstance(optimizer, Optimizer) or method not in APPLYING:
         return False
-    interp.state.applied_optimizers.append((optimizer, interp.location(node)))
+    interp.state.applied_optimizers.append((optimizer, interp.location(node), method))
     return True
 
 
 def applied_optimizer(state) -> Optional[OptimizerSpec]:
     """The one optimizer the file applies to gradients, with where; None when it applies none
     or several different ones."""
-    found = {id(opt): (opt, loc) for opt, loc in state.applied_optimizers}
+    found = {id(opt): (opt, loc, method) for opt, loc, method in state.applied_optimizers}
     if len(found) != 1:
         return None
-    optimizer, loc = next(iter(found.values()))
+    optimizer, loc, method = next(iter(found.values()))
     spec = optimizer.spec
     return OptimizerSpec(spec.name, dict(spec.options),
-                         f"the optimizer apply_gradients() applies at line {loc.line}")
+                         f"the optimizer {method}() applies at line {loc.line}")
