@@ -395,3 +395,44 @@ def test_a_jax_loop_of_stateless_calls_under_value_and_grad_trains_the_model():
     setup, report = _setup(subclassed)
     assert (setup.mode, setup.batch_size) == ("train", 48)
     assert report.models[0].params == 784 * 64 + 64 + 64 * 10 + 10
+
+
+TORCH_LOOP = '''
+import os
+os.environ["KERAS_BACKEND"] = "torch"
+import numpy as np
+import torch
+import keras
+
+inputs = keras.Input(shape=(784,))
+model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, activation="relu")(inputs)))
+(x_train, y_train), _ = keras.datasets.mnist.load_data()
+x_train = np.reshape(x_train, (-1, 784)).astype("float32")
+y_train = keras.utils.to_categorical(y_train)
+dataset = torch.utils.data.TensorDataset(torch.from_numpy(x_train), torch.from_numpy(y_train))
+loader = torch.utils.data.DataLoader(dataset, batch_size=40, shuffle=True)
+optimizer = keras.optimizers.SGD(momentum=0.9)
+loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True)
+for step, (x, y) in enumerate(loader):
+    loss = loss_fn(y, model(x))
+    model.zero_grad()
+    weights = [v for v in model.trainable_weights]
+    loss.backward()
+    with torch.no_grad():
+        optimizer.apply([v.value.grad for v in weights], weights)
+'''
+
+
+def test_a_torch_loop_trains_the_model_it_calls_before_backward():
+    """keras.io's torch training loop calls the model plainly, then ``loss.backward()``:
+    autograd records the call, a training step at the loader's batch, with the optimizer
+    ``apply`` applies (Keras's default batch and Adam were assumed); inside
+    ``torch.no_grad()`` a call is inference."""
+    setup, _ = _setup(TORCH_LOOP)
+    assert (setup.mode, setup.batch_size) == ("train", 40)
+    assert (setup.optimizer.name, setup.optimizer.options) == ("sgd", {"momentum": 0.9})
+    evaluated = TORCH_LOOP.replace("    loss = loss_fn(y, model(x))\n",
+                                   "    with torch.no_grad():\n        loss = model(x)\n")
+    assert _setup(evaluated)[0].mode_source.startswith("assumed")
+    no_backward = TORCH_LOOP.replace("loss.backward()", "loss.item()")
+    assert _setup(no_backward)[0].mode_source.startswith("assumed")

@@ -180,6 +180,10 @@ class Interpreter(ExpressionEvaluator):
         self.depth = 0  # nesting of inlined calls
         self.tape_depth = 0  # enclosing ``with tf.GradientTape()`` blocks (training_loops)
         self.tape_calls: list = []  # per enclosing tape block: the training calls it ran
+        # the file runs torch's autograd (``loss.backward()``): a model call on data records
+        # its backward graph, outside ``with torch.no_grad()`` blocks (training_loops)
+        self.autograd = training_loops.runs_autograd(module)
+        self.no_grad_depth = 0
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0  # statements and expressions evaluated (at most MAX_STEPS)
         self.deepest = 0  # deepest nesting of inlined calls reached (at most MAX_CALL_DEPTH)
@@ -292,11 +296,12 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(stmt, cst.If):
             self.exec_if(stmt)
         elif isinstance(stmt, cst.With):
-            scopes, tapes = [], 0
+            scopes, tapes, no_grads = [], 0, 0
             for item in stmt.items:
                 if isinstance(item.item, cst.Call) and _dotted(item.item.func):
                     called = self.eval(item.item.func)  # a name chain: nothing runs twice
                     tapes += training_loops.is_tape(getattr(called, "name", None))
+                    no_grads += training_loops.is_no_grad(getattr(called, "name", None))
                 value = self.eval(item.item)
                 if isinstance(value, devices.StrategyScope):
                     scopes.append(value.strategy)
@@ -304,6 +309,7 @@ class Interpreter(ExpressionEvaluator):
                     self.assign(item.asname.name, value)
             made = len(self.state.models)
             self.tape_depth += tapes
+            self.no_grad_depth += no_grads
             try:
                 if tapes:
                     training_loops.tape_block(self, self.location(stmt).line,
@@ -312,6 +318,7 @@ class Interpreter(ExpressionEvaluator):
                     self.exec_block(stmt.body.body)
             finally:
                 self.tape_depth -= tapes
+                self.no_grad_depth -= no_grads
                 for model in self.state.models[made:]:  # made inside strategy.scope()
                     if scopes and getattr(model, "strategy", None) is None:
                         model.strategy = scopes[-1]

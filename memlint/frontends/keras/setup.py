@@ -40,8 +40,8 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
         return _largest_training_call(setup, calls, fixed_batch)
     for args, kwargs, loc in usage.get(TRAIN_CALL, []):
         setup.mode, setup.location = "train", loc
-        setup.mode_source = f"a training loop's call on a batch at line {loc.line} " \
-                            "(under GradientTape or training=True)"
+        setup.mode_source = f"a training loop's call on a batch at line {loc.line} (under " \
+                            "GradientTape, with training=True, or before a torch backward())"
         _batch_from_call(setup, TRAIN_CALL, args, kwargs, loc, fixed_batch)
         setup.shared_step = next(iter(usage.get(SHARED_STEP, [])), "")
         return setup

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import libcst.matchers as m
+
 from memlint.frontends.keras.values import Optimizer, Unknown
 from memlint.ir import OptimizerSpec
 from memlint.records import record
@@ -31,6 +33,7 @@ TRAIN_CALL = "train_call"
 SHARED_STEP = "shared_step"
 APPLYING = ("apply_gradients", "minimize", "apply", "stateless_apply")
 _TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
+_NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
 
 
 def is_tape(name: Optional[str]) -> bool:
@@ -40,11 +43,25 @@ def is_tape(name: Optional[str]) -> bool:
 
 def trains(interp, kwargs: dict) -> bool:
     """A model call on data that is a training step's forward: ``training=True``, or inside a
-    ``GradientTape`` block (and not ``training=False``)."""
+    ``GradientTape`` block (and not ``training=False``), or in a file that runs torch's
+    autograd outside a ``torch.no_grad()`` block (keras.io's torch training loop calls the
+    model plainly, then ``loss.backward()``)."""
     flag = kwargs.get("training")
     if flag is True:
         return True
-    return flag is None and interp.tape_depth > 0
+    return flag is None and (interp.tape_depth > 0 or (
+        getattr(interp, "autograd", False) and not getattr(interp, "no_grad_depth", 0)))
+
+
+def runs_autograd(module) -> bool:
+    """Whether the file calls ``.backward()`` (on a torch loss), which differentiates what
+    the model calls before it recorded."""
+    return bool(m.findall(module, m.Call(func=m.Attribute(attr=m.Name("backward")))))
+
+
+def is_no_grad(name: Optional[str]) -> bool:
+    """Whether a called name is a torch block that records no autograd graph."""
+    return name in _NO_GRAD
 
 
 def record_call(interp, usage: dict, args: list, kwargs: dict, node, name: str) -> None:
