@@ -23,6 +23,7 @@ from memlint.frontends.keras.held import is_reported, mark_parts, name_held_mode
 from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
                                            parse_entry, signature)
 from memlint.frontends.keras.interpreter import Interpreter
+from memlint.frontends.keras import training_loops
 from memlint.frontends.keras.plain_objects import PlainClass
 from memlint.frontends.keras.graphs import aligned_data_shapes, sized_graph, to_graph
 from memlint.frontends.keras.setup import apply_strategy, training_setup
@@ -183,6 +184,7 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         return FrontendResult(diagnostics=state.diagnostics)
     work["parsed"] = 1
     interpreter = Interpreter(module, state, roots, slicing=True)
+    interpreter.autograd = ".backward(" in source and training_loops.runs_autograd(module)
     if entry is not None:
         # --entry calls the file's function as code that imports the file would: the
         # module runs under its own name, and its `if __name__ == "__main__":` block does not

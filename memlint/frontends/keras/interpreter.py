@@ -181,8 +181,9 @@ class Interpreter(ExpressionEvaluator):
         self.tape_depth = 0  # enclosing ``with tf.GradientTape()`` blocks (training_loops)
         self.tape_calls: list = []  # per enclosing tape block: the training calls it ran
         # the file runs torch's autograd (``loss.backward()``): a model call on data records
-        # its backward graph, outside ``with torch.no_grad()`` blocks (training_loops)
-        self.autograd = training_loops.runs_autograd(module)
+        # its backward graph, outside ``with torch.no_grad()`` blocks (training_loops; set
+        # by the frontend, which has the source text to look for it cheaply)
+        self.autograd = False
         self.no_grad_depth = 0
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0  # statements and expressions evaluated (at most MAX_STEPS)
