@@ -379,7 +379,7 @@ def test_a_jax_loop_of_stateless_calls_under_value_and_grad_trains_the_model():
     ``jax.value_and_grad`` differentiates is the step, at the dataset's batch, with the
     optimizer ``stateless_apply`` applies (it was Keras's default batch and Adam, assumed)."""
     setup, _ = _setup(JAX_LOOP)
-    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert (setup.mode, setup.batch_size, setup.shared_step) == ("train", 48, "")
     assert setup.optimizer.name == "rmsprop" and "stateless_apply() applies" in \
         setup.optimizer.source
     subclassed = JAX_LOOP.replace(
@@ -395,6 +395,13 @@ def test_a_jax_loop_of_stateless_calls_under_value_and_grad_trains_the_model():
     setup, report = _setup(subclassed)
     assert (setup.mode, setup.batch_size) == ("train", 48)
     assert report.models[0].params == 784 * 64 + 64 + 64 * 10 + 10
+    # a function that runs the model twice shares its step, as a tape block does
+    twice = JAX_LOOP.replace("    return loss_fn(y, y_pred), non_trainable_variables",
+                             "    again, _ = model.stateless_call(trainable_variables, "
+                             "non_trainable_variables, x, training=True)\n"
+                             "    return loss_fn(y, y_pred + again), non_trainable_variables")
+    assert _setup(twice)[0].shared_step == (
+        "the step jax.value_and_grad differentiates at line 29 calls functional 2 times")
 
 
 TORCH_LOOP = '''

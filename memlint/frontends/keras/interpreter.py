@@ -313,8 +313,9 @@ class Interpreter(ExpressionEvaluator):
             self.no_grad_depth += no_grads
             try:
                 if tapes:
-                    training_loops.tape_block(self, self.location(stmt).line,
-                                              lambda: self.exec_block(stmt.body.body))
+                    training_loops.tape_block(
+                        self, f"under the GradientTape at line {self.location(stmt).line}",
+                        lambda: self.exec_block(stmt.body.body))
                 else:
                     self.exec_block(stmt.body.body)
             finally:

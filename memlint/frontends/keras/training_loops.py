@@ -73,9 +73,10 @@ def record_call(interp, usage: dict, args: list, kwargs: dict, node, name: str) 
         calls.append((name, usage))
 
 
-def tape_block(interp, line: int, run) -> None:
-    """``run()`` the body of a ``with tf.GradientTape()`` block at ``line``; where it trains
-    several models, or one several times, mark each one's usage with the step it shares."""
+def tape_block(interp, where: str, run) -> None:
+    """``run()`` the body of a ``with tf.GradientTape()`` block (``where``: "under the
+    GradientTape at line 85"); where it trains several models, or one several times, mark
+    each one's usage with the step it shares."""
     interp.tape_calls.append([])
     try:
         run()
@@ -90,7 +91,7 @@ def tape_block(interp, line: int, run) -> None:
                         for name, _, n in counts.values())
     for _, usage, _ in counts.values():
         usage.setdefault(SHARED_STEP, []).append(
-            f"the step under the GradientTape at line {line} calls {told}")
+            f"the step {where} calls {told}")
 
 
 @record(frozen=True)
@@ -120,7 +121,8 @@ def run_differentiated(interp, made: Differentiated, call, line: int) -> Any:
     result = []
     interp.tape_depth += 1
     try:
-        tape_block(interp, line, lambda: result.append(call()))
+        tape_block(interp, f"{'jax.value_and_grad' if made.value else 'jax.grad'} "
+                           f"differentiates at line {line}", lambda: result.append(call()))
     finally:
         interp.tape_depth -= 1
     grads = Unknown("gradients computed by JAX")
