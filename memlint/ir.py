@@ -211,6 +211,7 @@ class TrainingSetup:
     # runs it on its own (no compile, fit, predict, training call): its memory is theirs,
     # and the report leaves it out
     part_of: list = field(default_factory=list)
+    part_idle: bool = False  # those models hold it, and their steps never run it
     # a custom training loop's step that runs this model with others, or several times,
     # under one GradientTape ("the step under the GradientTape at line 85 calls encoder once
     # and decoder 10 times"): the estimate, of one call alone, is a lower bound ("": none)

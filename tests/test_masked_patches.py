@@ -149,3 +149,16 @@ def test_per_sample_gathers_and_tiles_are_tensorflows():
     made = tf.repeat(tf.zeros((1, 12, 48)), repeats=3, axis=0)
     assert operation_shape("tensorflow.repeat", [Tensor((1, 12, 48)), 3], {"axis": 0})[1] == \
         tuple(made.shape)
+
+
+def test_a_model_held_by_the_step_and_never_run_is_reported_as_held_not_estimated():
+    # the test-time augmentation had a MEM005 of its own, at an assumed batch of 32
+    from memlint.reporters.text import part_line
+    from tests.test_frontend_subclass import _report
+    report = _report(MAE)
+    assert [g.name for g in report.models] == ["masked_autoencoder"]
+    held = {g.name: g for g in report.parts}["test_aug"]
+    assert held.setup.part_of == ["masked_autoencoder"] and held.setup.part_idle
+    assert "held by 'masked_autoencoder', whose training step never runs it" in part_line(held)
+    running = {g.name: g for g in report.parts}["train_aug"]
+    assert not running.setup.part_idle and "runs only inside" in part_line(running)

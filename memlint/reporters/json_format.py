@@ -104,7 +104,8 @@ def document(reports: list, errors: list, diff=None) -> dict:
         # models that only run inside other models: in those models' estimates
         "parts": [{"path": r.path, "name": g.name, "variable": g.variable,
                    "line": g.location.line if g.location else None,
-                   "part_of": list(g.setup.part_of), "params": g.params}
+                   "part_of": list(g.setup.part_of), "part_idle": g.setup.part_idle,
+                   "params": g.params}
                   for r in reports for g in r.parts],
         "errors": list(errors),
     }

@@ -201,9 +201,14 @@ def part_line(graph) -> str:
     tensors building them)."""
     where = f" at {graph.location.path}:{graph.location.line}" if graph.location else ""
     users = ", ".join(f"'{name}'" for name in graph.setup.part_of)
+    estimates = 'their estimates' if len(graph.setup.part_of) > 1 else 'its estimate'
+    if graph.setup.part_idle:  # (a masked autoencoder's test-time augmentation)
+        return (f"Model '{graph.name}' ({graph.kind}){where}: held by {users}, whose training "
+                "step never runs it (nothing compiles, fits or calls it on its own): its "
+                f"weights are in {estimates}")
     return (f"Model '{graph.name}' ({graph.kind}){where}: runs only inside {users} "
             "(nothing compiles, fits or calls it on its own): its layers and memory "
-            f"are in {'their estimates' if len(graph.setup.part_of) > 1 else 'its estimate'}")
+            f"are in {estimates}")
 
 
 def verdict_text(result) -> str:

@@ -115,6 +115,11 @@ def _mark_part(model, graph, used: list, graphs: list) -> None:
         outer = [other.name for other in graphs if other is not graph and any(
             layer.name == graph.name and (layer.inner_calls or layer.input_shapes)
             for layer in other.layers)]
+    if not outer:  # held by a model subclass whose traced step never runs it (idle there)
+        outer = [other.name for other in graphs if other is not graph and any(
+            layer.name == graph.name and getattr(layer, "idle", False)
+            for layer in other.layers)]
+        graph.setup.part_idle = bool(outer)
     graph.setup.part_of = list(dict.fromkeys(outer))
 
 
