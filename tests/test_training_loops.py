@@ -36,8 +36,14 @@ for epoch in range(3):
 '''
 
 
+def _report(source: str, settings: Settings | None = None):
+    """memlint's analysis of the script ``source`` (as written above, dedented)."""
+    return analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py",
+                        settings or Settings())
+
+
 def _setup(source: str):
-    report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
+    report = _report(source)
     (graph,) = report.models
     return graph.setup, report
 
@@ -165,7 +171,7 @@ def test_a_step_on_data_memlint_cannot_size_leaves_the_batch_unknown():
     setup, _ = _setup(AGENT)
     assert setup.mode == "train" and setup.batch_size is None
     assert "line 17" in setup.batch_source and "not known statically" in setup.batch_source
-    report = analyze_text(textwrap.dedent(AGENT).lstrip("\n"), "model.py", Settings(gpu="8GiB"))
+    report = _report(AGENT, Settings(gpu="8GiB"))
     assert any(d.code == "MEM005" and "batch size is not known" in d.message
                for d in report.diagnostics)
     subclassed = AGENT.replace(
@@ -240,8 +246,7 @@ def test_models_called_on_several_arrays_and_in_one_tape_share_the_step():
     state, its outputs handed to a decoder called once per target step, all under one tape.
     Both are traced (each array one of call()'s arguments; the encoder's result is data of
     its traced shapes), and each estimate is of one call: a lower bound, which says so."""
-    report = analyze_text(textwrap.dedent(SEQ2SEQ).lstrip("\n"), "model.py",
-                          Settings(gpu="8GiB"))
+    report = _report(SEQ2SEQ, Settings(gpu="8GiB"))
     graphs = {g.name: g for g in report.models}
     gru = lambda inputs, units: 3 * (inputs * units + units * units + 2 * units)
     assert graphs["encoder"].params == 100 * 8 + gru(8, 16)
@@ -291,7 +296,7 @@ for batch in dataset:
     d_opt.apply_gradients(zip(disc_tape.gradient(d_loss, discriminator.trainable_variables),
                               discriminator.trainable_variables))
 '''
-    report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
+    report = _report(source)
     for graph in report.models:
         assert graph.setup.batch_size == 64
         assert graph.setup.shared_step == ("the step under the GradientTape at line 13 calls "
@@ -328,10 +333,19 @@ model = Trainer(encoder)
 model.compile(optimizer="adam")
 model.fit(np.zeros((64, 8), "float32"), batch_size=16)
 '''
-    report = analyze_text(textwrap.dedent(source).lstrip("\n"), "model.py", Settings())
+    report = _report(source)
     assert [g.name for g in report.models] == ["trainer"]
     assert [g.name for g in report.parts] == ["encoder"]
 
+
+# keras.io's MNIST MLP and its data, as the JAX and torch training loops below build them
+MNIST_MLP = '''
+inputs = keras.Input(shape=(784,))
+model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, activation="relu")(inputs)))
+(x_train, y_train), _ = keras.datasets.mnist.load_data()
+x_train = np.reshape(x_train, (-1, 784)).astype("float32")
+y_train = keras.utils.to_categorical(y_train)
+'''
 
 JAX_LOOP = '''
 import os
@@ -340,13 +354,7 @@ import jax
 import numpy as np
 import tensorflow as tf
 import keras
-
-inputs = keras.Input(shape=(784,))
-model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, activation="relu")(inputs)))
-(x_train, y_train), _ = keras.datasets.mnist.load_data()
-x_train = np.reshape(x_train, (-1, 784)).astype("float32")
-y_train = keras.utils.to_categorical(y_train)
-train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train)).batch(48)
+''' + MNIST_MLP + '''train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train)).batch(48)
 loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True)
 optimizer = keras.optimizers.RMSprop()
 
@@ -410,13 +418,7 @@ os.environ["KERAS_BACKEND"] = "torch"
 import numpy as np
 import torch
 import keras
-
-inputs = keras.Input(shape=(784,))
-model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, activation="relu")(inputs)))
-(x_train, y_train), _ = keras.datasets.mnist.load_data()
-x_train = np.reshape(x_train, (-1, 784)).astype("float32")
-y_train = keras.utils.to_categorical(y_train)
-dataset = torch.utils.data.TensorDataset(torch.from_numpy(x_train), torch.from_numpy(y_train))
+''' + MNIST_MLP + '''dataset = torch.utils.data.TensorDataset(torch.from_numpy(x_train), torch.from_numpy(y_train))
 loader = torch.utils.data.DataLoader(dataset, batch_size=40, shuffle=True)
 optimizer = keras.optimizers.SGD(momentum=0.9)
 loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True)

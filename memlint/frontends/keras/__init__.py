@@ -184,7 +184,7 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         return FrontendResult(diagnostics=state.diagnostics)
     work["parsed"] = 1
     interpreter = Interpreter(module, state, roots, slicing=True)
-    interpreter.autograd = ".backward(" in source and training_loops.runs_autograd(module)
+    interpreter.autograd = training_loops.runs_autograd(source, module)
     if entry is not None:
         # --entry calls the file's function as code that imports the file would: the
         # module runs under its own name, and its `if __name__ == "__main__":` block does not

@@ -574,8 +574,12 @@ def keras_op(stem: str, args: list, kwargs: dict) -> Any:
 
 def _rearranged(array: Array, stem: str, args: list, kwargs: dict, keys: dict) -> Any:
     """``reshape`` / ``transpose`` / ``expand_dims`` / ``squeeze`` of ``array`` by its second
-    argument (its keyword ``keys[stem]``, else ``axis``)."""
-    return _REARRANGING[stem](array, _arg(args, kwargs, 1, keys.get(stem, "axis")))
+    argument (its keyword ``keys[stem]``, else ``axis``; a tuple: the keyword, then the
+    others it may go by, as NumPy's reshape takes ``newshape`` or ``shape``)."""
+    names = keys.get(stem, "axis")
+    names = names if isinstance(names, tuple) else (names,)
+    given = next((kwargs[n] for n in names[1:] if n in kwargs), None)
+    return _REARRANGING[stem](array, _arg(args, kwargs, 1, names[0], given))
 
 
 def _meshgrid(args: list, kwargs: dict) -> Any:
@@ -858,16 +862,11 @@ def numpy_function(name: str, args: list, kwargs: dict) -> Any:
     array = _operand(first)
     if array is None:
         return Unknown(f"{name} is not evaluated")
-    if name == "numpy.expand_dims":
-        return expand_dims(array, _arg(args, kwargs, 1, "axis"))
+    if name.removeprefix("numpy.") in _REARRANGING:
+        return _rearranged(array, name.removeprefix("numpy."), args, kwargs,
+                           {"reshape": ("newshape", "shape"), "transpose": "axes"})
     if name == "numpy.tile":
         return _tile(array, _arg(args, kwargs, 1, "reps"))
-    if name == "numpy.reshape":
-        return reshape(array, _arg(args, kwargs, 1, "newshape", kwargs.get("shape")))
-    if name == "numpy.transpose":
-        return transpose(array, _arg(args, kwargs, 1, "axes"))
-    if name == "numpy.squeeze":
-        return squeeze(array, _arg(args, kwargs, 1, "axis"))
     if name in ("numpy.ravel", "numpy.ndarray.flatten"):
         return _flattened(array)
     if name == "numpy.moveaxis":

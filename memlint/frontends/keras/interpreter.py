@@ -182,7 +182,7 @@ class Interpreter(ExpressionEvaluator):
         self.tape_calls: list = []  # per enclosing tape block: the training calls it ran
         # the file runs torch's autograd (``loss.backward()``): a model call on data records
         # its backward graph, outside ``with torch.no_grad()`` blocks (training_loops; set
-        # by the frontend, which has the source text to look for it cheaply)
+        # by the frontend, which has the source text)
         self.autograd = False
         self.no_grad_depth = 0
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names

@@ -230,8 +230,9 @@ def forget_after_stop(interp, summary, reason: str) -> list:
             continue
         if _only_attributes_set(scope[name], name, summary, called) and name in attributes:
             # ``self.batch_size = n`` on an object: that attribute, not the object
+            from memlint.frontends.keras.calls import set_attribute
             for attr in sorted(attributes[name]):
-                _set_attribute(scope[name], attr, Unknown(reason))
+                set_attribute(scope[name], attr, Unknown(reason))
                 forgotten.append(f"{name}.{attr}")
             continue
         scope[name] = Unknown(reason)
@@ -267,13 +268,6 @@ def _only_attributes_set(value, name: str, summary, called: set) -> bool:
     return isinstance(value, (PlainObject, ClassObject)) and name not in summary.bound \
         and name not in summary.deep and name not in summary.stored and name not in called
 
-
-def _set_attribute(obj, attr: str, value) -> None:
-    from memlint.frontends.keras import classes, plain_objects
-    if isinstance(obj, PlainObject):
-        plain_objects.set_attribute(obj, attr, value)
-    else:
-        classes.set_attribute(obj, attr, value)
 
 
 def scope_of(interp, name: str) -> Optional[dict]:

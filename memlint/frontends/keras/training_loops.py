@@ -53,10 +53,12 @@ def trains(interp, kwargs: dict) -> bool:
         getattr(interp, "autograd", False) and not getattr(interp, "no_grad_depth", 0)))
 
 
-def runs_autograd(module) -> bool:
+def runs_autograd(source: str, module) -> bool:
     """Whether the file calls ``.backward()`` (on a torch loss), which differentiates what
-    the model calls before it recorded."""
-    return bool(m.findall(module, m.Call(func=m.Attribute(attr=m.Name("backward")))))
+    the model calls before it recorded (its text first: walking the module costs as much
+    as parsing it)."""
+    return ".backward(" in source and bool(
+        m.findall(module, m.Call(func=m.Attribute(attr=m.Name("backward")))))
 
 
 def is_no_grad(name: Optional[str]) -> bool:
