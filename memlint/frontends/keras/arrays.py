@@ -371,6 +371,9 @@ def getitem(array: Array, key: Any) -> Any:
             items.append(("new", None))
         elif k is Ellipsis:
             items.append(("ellipsis", None))
+        elif isinstance(k, slice) and any(is_unknown(b) for b in (k.start, k.stop)) \
+                and k.step is None:
+            items.append(("open", None))  # ``x[:split]``: that axis's length is open
         elif isinstance(k, slice):
             if not all(b is None or _is_int(b) for b in (k.start, k.stop, k.step)):
                 return Unknown("slice bounds not known statically")
@@ -386,7 +389,7 @@ def getitem(array: Array, key: Any) -> Any:
             items.append(("fancy", index))
     shape = tuple(array.shape)
     used = sum(data[1] if kind == "fancy" else 1 for kind, data in items
-               if kind in ("slice", "int", "fancy"))
+               if kind in ("slice", "int", "fancy", "open"))
     ellipses = sum(1 for kind, _ in items if kind == "ellipsis")
     if ellipses > 1 or used > len(shape):
         return Unknown(f"too many indices for an array of rank {len(shape)}")
@@ -423,6 +426,9 @@ def getitem(array: Array, key: Any) -> Any:
             continue
         dim = shape[axis]
         axis += 1
+        if kind == "open":
+            out.append(None)
+            continue
         if kind == "int":
             if dim is not None and not -dim <= data < dim:
                 return Unknown(f"index {data} is out of bounds for an axis of size {dim}")

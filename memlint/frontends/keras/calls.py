@@ -15,6 +15,7 @@ from memlint.frontends.keras import (classes, data, devices, keras_utils, models
                                     plain_objects, shape_attrs, tensor_ops, training_loops,
                                     variables)
 from memlint.frontends.keras import application_preprocessing, applications, arrays, batches
+from memlint.frontends.keras import frames
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
 from memlint.frontends.keras.values import (Array, Batches, BoundMethod, FunctionalModel,
@@ -93,6 +94,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         return found
     if isinstance(base, Array):
         return arrays.get_attribute(base, attr)
+    if isinstance(base, frames.Frame):  # pandas: df.values, df.shape, df.iloc, ...
+        return frames.get_attribute(base, attr)
     if isinstance(base, (Tensor, Array)):
         if attr == "shape":
             if isinstance(base, Tensor) and base.shape is None:
@@ -161,6 +164,8 @@ def subscript(base: Any, key: Any, failed=None) -> Any:
             return Unknown("index out of range or missing key in the analysed code")
     if isinstance(base, Array):
         return arrays.getitem(base, key)
+    if frames.is_frame(base):
+        return frames.getitem(base, key)
     if isinstance(base, data.Splits) and isinstance(key, str):  # tfds.load(name)["train"]
         return base.dataset
     return Unknown("subscript of a value not known statically")
@@ -367,6 +372,14 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         # the machine's devices: one stands for all, so `for gpu in gpus:` bodies and
         # `if gpus:` branches (memory-growth settings) are followed without a note
         return [Unknown("a device of the machine that runs the code")]
+    if frames.handles(name):  # pd.read_csv, pd.DataFrame, ...
+        return frames.call(name, args, kwargs)
+    if name == "sklearn.model_selection.train_test_split" and any(
+            isinstance(a, frames.Frame) for a in args):
+        return frames.train_test_split(args, kwargs)
+    if name in ("numpy.array", "numpy.asarray") and args and isinstance(args[0], frames.Frame):
+        dtype = kwargs.get("dtype")
+        return frames.to_array(args[0], arrays.dtype_name(dtype) if dtype is not None else None)
     if arrays.handles(name, args, kwargs):  # keras.datasets, to_categorical, tf.image, ...
         return arrays.call(state, name, args, kwargs)
     if name in _LIKE_FUNCS and args and isinstance(args[0], Array):
@@ -519,6 +532,8 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
             return Unknown(f"str.{method} failed on these arguments")
     if isinstance(obj, Array):
         return arrays.call_method(obj, method, args, kwargs)
+    if isinstance(obj, frames.Frame):
+        return frames.call_method(obj, method, args, kwargs)
     found = shape_attrs.call_method(obj, method, args, kwargs)
     if found is not shape_attrs.NOT_SHAPE:
         return found
@@ -800,6 +815,8 @@ def _builtin(state, name: str, args: list, kwargs: dict):
         if name == "len":
             if isinstance(args[0], Array):
                 return arrays.length(args[0])
+            if isinstance(args[0], frames.Frame):
+                return frames.length(args[0])
             count = devices.length(args[0])
             return len(args[0]) if count is devices.NOT_DEVICES else count
         if name == "isinstance" and len(args) == 2:

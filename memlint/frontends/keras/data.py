@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import field, replace
 from typing import Any, Optional
 
-from memlint.frontends.keras import arrays
+from memlint.frontends.keras import arrays, frames
 from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.values import Array, Ref, Unknown, flatten_structure, is_unknown
 from memlint.frontends.keras.values import call_arg as _arg
@@ -372,6 +372,8 @@ def _timeseries(args: list, kwargs: dict, where: str) -> Any:
     targets = args[1] if len(args) > 1 else kwargs.get("targets")
     length = args[2] if len(args) > 2 else kwargs.get("sequence_length")
     batch = kwargs.get("batch_size", 128)
+    if isinstance(data, frames.Frame):
+        data = frames.to_array(data)
     if isinstance(data, Array) and data.shape and isinstance(length, int):
         inputs = Array((length,) + tuple(data.shape[1:]), data.dtype)
     else:  # read from a file (a DataFrame's values): the batch size is still the call's
@@ -695,6 +697,8 @@ def _has_unknown(value: Any) -> bool:
 
 def _slice_element(value: Any) -> Any:
     """One row of an array (``from_tensor_slices``): its first dimension dropped."""
+    if isinstance(value, frames.Frame):  # a pandas table or column: its values
+        value = frames.to_array(value)
     if isinstance(value, Array):
         if not value.shape:
             return Unknown("from_tensor_slices of a scalar")
@@ -705,6 +709,8 @@ def _slice_element(value: Any) -> Any:
 
 
 def _as_element(value: Any) -> Any:
+    if isinstance(value, frames.Frame):
+        value = frames.to_array(value)
     if isinstance(value, Array):
         return value
     if isinstance(value, bool):

@@ -14,9 +14,9 @@ from typing import Any, Optional
 import libcst as cst
 
 from memlint.frontends.keras import calls, devices, models, star_imports
-from memlint.frontends.keras import arrays, batches
+from memlint.frontends.keras import arrays, batches, frames
 from memlint.frontends.keras.state import MAX_SEQUENCE
-from memlint.frontends.keras.values import Array, Batches
+from memlint.frontends.keras.values import OPEN, Array, Batches
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
                                             Ref, SequentialModel, Tensor, Unknown,
                                             UserFunction, is_hashable, is_unknown)
@@ -282,6 +282,8 @@ class ExpressionEvaluator:
             if op_type is not None:
                 return models.tensor_operation(self, op_type, [left, right], node)
             return Tensor(None, reason="operator on tensors not modelled")
+        if isinstance(left, frames.Frame) or isinstance(right, frames.Frame):  # pandas
+            return frames.binary(left, right)
         if isinstance(left, Array) or isinstance(right, Array):  # NumPy data: shape and dtype
             op_type = next((name for cls, name in _TENSOR_OPS.items()
                             if isinstance(op_node, _aug_base(cls))), None)
@@ -347,6 +349,9 @@ class ExpressionEvaluator:
                     [left, right], {}, node)
             if isinstance(left, Array) or isinstance(right, Array):
                 return _array_comparison(left, right, target.operator, len(node.comparisons))
+            if (isinstance(left, frames.Frame) or isinstance(right, frames.Frame)) and \
+                    len(node.comparisons) == 1 and type(target.operator) in _TENSOR_COMPARE:
+                return frames.binary(left, right)  # ``df["x"] > 0``: a mask of its shape
             if isinstance(target.operator, (cst.Is, cst.IsNot)) and _is_known_object(left) \
                     and _is_known_object(right) and (left is None or right is None
                                                       or not _is_plain(left)):
@@ -389,8 +394,9 @@ class ExpressionEvaluator:
                 return Unknown("tensor index not known statically")
             return models.apply_operation(self, "operator.getitem",
                                           [base, key if len(key) > 1 else key[0]], {}, node)
-        if isinstance(base, Array):  # x[..., np.newaxis], x[:, :, 0], x[idx]
-            key = tuple(self._index(element.slice) for element in node.slice)
+        if isinstance(base, Array) or frames.is_frame(base):  # x[..., np.newaxis], x[idx]
+            # a slice bound not known statically leaves that axis's length open
+            key = tuple(self._index(element.slice, open_bounds=True) for element in node.slice)
             return calls.subscript(base, key if len(key) > 1 else key[0])
         if len(node.slice) != 1:
             return Unknown("multi-dimensional subscript")
@@ -405,14 +411,19 @@ class ExpressionEvaluator:
             return Unknown("slice bounds not known statically")
         return calls.subscript(base, slice(lower, upper, step))
 
-    def _index(self, sl) -> Any:
-        """One element of a subscript: a value (``0``, ``None``, ``...``) or a slice."""
+    def _index(self, sl, open_bounds: bool = False) -> Any:
+        """One element of a subscript: a value (``0``, ``None``, ``...``) or a slice; with
+        ``open_bounds`` (NumPy and pandas data) a slice whose bounds are not known
+        statically keeps them as :data:`~.values.OPEN`, for an axis of open length."""
         if isinstance(sl, cst.Index):
             if isinstance(sl.value, cst.Ellipsis):
                 return Ellipsis
             return self.eval(sl.value)
         bounds = [self.eval(b) if b is not None else None for b in (sl.lower, sl.upper, sl.step)]
         if any(is_unknown(b) or not (b is None or isinstance(b, int)) for b in bounds):
+            if open_bounds and not is_unknown(bounds[2]) and bounds[2] in (None, 1):
+                return slice(*(OPEN if is_unknown(b) or not (b is None or isinstance(b, int))
+                               else b for b in bounds))
             return Unknown("slice bounds not known statically")
         return slice(*bounds)
 

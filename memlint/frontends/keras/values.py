@@ -17,11 +17,16 @@ from memlint.records import record
 __all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
            "ModelLayer", "ModuleValue", "SequentialModel",
            "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Partial", "Unknown",
-           "flatten_structure", "is_hashable", "is_unknown"]
+           "flatten_structure", "is_hashable", "is_unknown", "OPEN"]
 
 
 def is_unknown(value: Any) -> bool:
     return isinstance(value, Unknown)
+
+
+# a slice bound of NumPy or pandas data not known statically (``x[:split]``): the axis it
+# slices has an open length, the others keep theirs
+OPEN = Unknown("slice bound not known statically")
 
 
 def call_arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
