@@ -900,13 +900,16 @@ class Walk(XlaFusion):
         LSTM, Keras 2 merge models, a transformer on the T4 at batch 4: up to 19% of the
         peak) and at its layer's backward in others, whichever order XLA's schedulers find
         smallest overall; the walk makes every table as the backward starts, the order
-        that never under-estimates (it over-estimates the others by up to 21%)."""
+        that never under-estimates (it over-estimates the others by up to 21%), except a
+        table whose embedding only convolutions read (:meth:`read_by_convolutions`): every
+        H100, A100 and T4 plan of those makes it at the embedding's backward (Conv1D text
+        classifiers at batches 4 to 256: +7.6% / +12.5% / +20.0% -> within 2.4%)."""
         if self.profile.sign != "xla" or self.keep_all_grads():
             return  # (gradients kept for the update are allocated as their layers finish)
         made = set()
         for call in calls:
             if call is None or not call.trains or call.layer.type != "Embedding" \
-                    or call.layer.name in made:
+                    or call.layer.name in made or self.read_by_convolutions(call.layer):
                 continue
             layer = call.layer
             made.add(layer.name)

@@ -545,6 +545,22 @@ class XlaFusion:
             return False
         return any(reader.type == "LayerNormalization" for reader in self.readers(key))
 
+    def read_by_convolutions(self, layer) -> bool:
+        """Whether every call of ``layer`` has readers and all of them are convolutions,
+        directly or through zero padding (cuDNN calls whose input gradients the layer's
+        backward reads)."""
+        li = self.by_name.get(layer.name)
+        keys = [key for key in self.consumers if key[0] == li]
+
+        def convolutions(key) -> bool:
+            readers = self.consumers.get(key, ())
+            return bool(readers) and all(
+                self.library_output(REGISTRY.get(self.graph.layers[r].type)) or (
+                    self.graph.layers[r].type.startswith("ZeroPadding")
+                    and convolutions((r, c, 0))) for r, c in readers)
+
+        return bool(keys) and all(convolutions(key) for key in keys)
+
     def readers(self, key: tuple) -> list:
         """The layers whose calls read the tensor ``key``."""
         return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
