@@ -200,3 +200,43 @@ def test_a_model_sized_by_named_feature_columns_split_by_scikit_learn():
     assert graph.input_shapes == [(None, 10)]
     assert sum(w.size for w in graph.layers[0].weights) == 704
     assert graph.setup.batch_size == 16
+
+
+SCALED = """\
+from sklearn.preprocessing import LabelEncoder, MinMaxScaler, OneHotEncoder, StandardScaler
+from sklearn.decomposition import PCA
+x = np.zeros((100, 6), dtype="float32")
+scaler = MinMaxScaler(feature_range=(0, 1))
+"""
+
+
+@pytest.mark.parametrize("expr, want, dtype", [
+    ("scaler.fit_transform(x)", (100, 6), "float32"),
+    ("scaler.fit(x).transform(x[:10])", (10, 6), "float32"),
+    ("scaler.inverse_transform(x)", (100, 6), "float32"),
+    ("StandardScaler().fit_transform(np.zeros((5, 3), dtype='int64'))", (5, 3), "float64"),
+    ("StandardScaler().fit_transform(small)", (None, 4), None),
+    ("MinMaxScaler().fit_transform(df.filter(['c1']))", (None, 1), None),
+    ("PCA(n_components=2).fit_transform(x)", (100, 2), "float32"),
+    ("PCA(2).fit(x).transform(x)", (100, 2), "float32"),
+    ("LabelEncoder().fit_transform(df['c0'])", (None,), "int64"),
+])
+def test_scikit_learn_transformers_keep_or_set_the_columns(expr, want, dtype):
+    got = memlint_value(expr, SCALED)
+    assert isinstance(got, Array) and tuple(got.shape) == want and got.dtype == dtype
+
+
+@pytest.mark.parametrize("expr", [
+    "OneHotEncoder().fit_transform(x)",  # a column per value met
+    "PCA().fit_transform(x)",  # as many components as the data has
+    "StandardScaler().fit_transform(df)",  # the file's columns
+    "scaler.get_feature_names_out()",
+])
+def test_transformers_whose_output_the_data_decides_are_unknown(expr):
+    assert is_unknown(memlint_value(expr, SCALED))
+
+
+def test_filter_selects_the_named_columns():
+    assert dims(memlint_value('df.filter(["c1", "c2"])')) == (None, 2)
+    assert dims(memlint_value('df.filter(like="c")')) == (None, None)
+    assert real_value('df.filter(["c1", "c2"])').shape == (50, 2)

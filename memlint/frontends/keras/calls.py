@@ -15,7 +15,7 @@ from memlint.frontends.keras import (classes, data, devices, keras_utils, models
                                     plain_objects, shape_attrs, tensor_ops, training_loops,
                                     variables)
 from memlint.frontends.keras import application_preprocessing, applications, arrays, batches
-from memlint.frontends.keras import frames
+from memlint.frontends.keras import frames, transformers
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
 from memlint.frontends.keras.values import (Array, Batches, BoundMethod, FunctionalModel,
@@ -96,6 +96,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
         return arrays.get_attribute(base, attr)
     if isinstance(base, frames.Frame):  # pandas: df.values, df.shape, df.iloc, ...
         return frames.get_attribute(base, attr)
+    if isinstance(base, transformers.Transformer):  # scaler.fit_transform, ...
+        return transformers.get_attribute(base, attr)
     if isinstance(base, (Tensor, Array)):
         if attr == "shape":
             if isinstance(base, Tensor) and base.shape is None:
@@ -374,6 +376,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return [Unknown("a device of the machine that runs the code")]
     if frames.handles(name):  # pd.read_csv, pd.DataFrame, ...
         return frames.call(name, args, kwargs)
+    if transformers.handles(name):  # StandardScaler(), PCA(n_components=8), ...
+        return transformers.create(name, args, kwargs)
     if name == "sklearn.model_selection.train_test_split" and any(
             isinstance(a, frames.Frame) for a in args):
         return frames.train_test_split(args, kwargs)
@@ -534,6 +538,8 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
         return arrays.call_method(obj, method, args, kwargs)
     if isinstance(obj, frames.Frame):
         return frames.call_method(obj, method, args, kwargs)
+    if isinstance(obj, transformers.Transformer):
+        return transformers.call_method(obj, method, args, kwargs)
     found = shape_attrs.call_method(obj, method, args, kwargs)
     if found is not shape_attrs.NOT_SHAPE:
         return found

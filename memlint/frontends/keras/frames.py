@@ -277,6 +277,10 @@ def call_method(frame: Frame, method: str, args: list, kwargs: dict) -> Any:
         return Frame(frame.rows, columns)
     if method == "drop" and not frame.series:
         return _drop(frame, args, kwargs)
+    if method == "filter" and not frame.series:  # df.filter(["Close"]): those columns
+        if kwargs.get("axis", 1) not in (1, "columns"):  # rows chosen by their labels
+            return Frame(None, frame.columns, dtype=frame.dtype)
+        return Frame(frame.rows, _labels(_arg(args, kwargs, 0, "items")), dtype=frame.dtype)
     if method == "pop" and not frame.series and args:
         if frame.columns is not None:
             frame.columns -= 1
