@@ -12,11 +12,13 @@ temporary working directory the script then runs in (paths stay relative, as in 
     # oracle-data: audio data/speech classes=2 per_class=8 samples=16000 [rate=16000]
     # oracle-data: tfrecord data/train.tfrecord records=256 feature=image:784:float32 feature=label:1:int64
     # oracle-data: npy data/volumes/id-{i}.npy count=100 shape=32x32x32x1 [dtype=float32]
+    # oracle-data: csv data/prices.csv rows=120 columns=Date,Close,Volume
 
 ``images``/``texts``/``audio`` make one folder per class (``class_0``, ``class_1``, ...) under
 the path; ``size`` is HEIGHTxWIDTH; a ``tfrecord`` feature is ``NAME:LENGTH:DTYPE`` (float32,
 int64 or bytes) written as a zero ``tf.train.Example`` feature; ``npy`` writes ``count`` zero
-arrays, ``{i}`` in the path numbering them.  ``offline_datasets()`` makes
+arrays, ``{i}`` in the path numbering them; ``csv`` a table of float ramps under a header
+of the named columns.  ``offline_datasets()`` makes
 ``keras.datasets.*.load_data`` return zero arrays of the real shapes and dtypes (no download).
 
 ``first_batch_x`` takes the first batch of ``x`` from what ``fit``/``predict``/... were given,
@@ -331,6 +333,17 @@ def _write_npy(path, opts):
         np.save(target, array)
 
 
+def _write_csv(path, opts):
+    """A table with a header of ``columns`` (comma-separated names) and ``rows`` rows, each
+    column a ramp of floats (the row's number plus the column's)."""
+    names = opts["columns"].split(",")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as out:
+        out.write(",".join(names) + "\n")
+        for row in range(int(opts["rows"])):
+            out.write(",".join(f"{row + col}.0" for col in range(len(names))) + "\n")
+
+
 _WRITERS = {  # kind: (writer, allowed options, required options)
     "images": (_write_images, ("classes", "per_class", "size", "channels", "format"),
                ("classes", "per_class", "size")),
@@ -339,6 +352,7 @@ _WRITERS = {  # kind: (writer, allowed options, required options)
               ("classes", "per_class", "samples")),
     "tfrecord": (_write_tfrecord, ("records", "feature"), ("records",)),
     "npy": (_write_npy, ("count", "shape", "dtype"), ("count", "shape")),
+    "csv": (_write_csv, ("rows", "columns"), ("rows", "columns")),
 }
 
 

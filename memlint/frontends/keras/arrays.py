@@ -22,8 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from memlint.frontends.keras.values import (Array, Batches, BoundMethod, Ref, Tensor, Unknown,
-                                            flatten_structure, is_unknown)
+from memlint.frontends.keras.values import (Array, Batches, BoundMethod, LoopIndex, Ref, Rows,
+                                            Tensor, Unknown, flatten_structure, is_unknown)
 from memlint.frontends.keras.values import call_arg as _arg
 
 __all__ = ["ITEMSIZE", "dtype_name", "itemsize", "element_count", "array_bytes", "promote",
@@ -252,6 +252,17 @@ def _operand(value: Any) -> Optional[Array]:
     return None
 
 
+def stacked_rows(rows: Rows, dtype: Any = None) -> Any:
+    """``np.array(rows)`` of a list a loop of unknown length filled: open rows of its
+    element's shape (a number: one value a row)."""
+    element = rows.element
+    if isinstance(element, Array):
+        return Array((None,) + tuple(element.shape),
+                     dtype_name(dtype) if dtype is not None else element.dtype)
+    kind = "float64" if isinstance(element, float) else "int64"
+    return Array((None,), dtype_name(dtype) if dtype is not None else kind)
+
+
 def from_python(value: Any, dtype: Any = None) -> Any:
     """``np.array(value)`` of nested lists/tuples of numbers (or of arrays of one shape):
     its shape and NumPy's dtype for them."""
@@ -371,9 +382,16 @@ def getitem(array: Array, key: Any) -> Any:
             items.append(("new", None))
         elif k is Ellipsis:
             items.append(("ellipsis", None))
-        elif isinstance(k, slice) and any(is_unknown(b) for b in (k.start, k.stop)) \
-                and k.step is None:
+        elif isinstance(k, slice) and isinstance(k.start, LoopIndex) \
+                and isinstance(k.stop, LoopIndex) and k.step is None \
+                and k.stop.offset >= k.start.offset:
+            # ``x[i - 60:i]`` in a loop of unknown length: 60 rows wherever it cuts
+            items.append(("sized", k.stop.offset - k.start.offset))
+        elif isinstance(k, slice) and any(is_unknown(b) or isinstance(b, LoopIndex)
+                                          for b in (k.start, k.stop)) and k.step is None:
             items.append(("open", None))  # ``x[:split]``: that axis's length is open
+        elif isinstance(k, LoopIndex):
+            items.append(("int", None))  # ``x[i]``: one row, which is not known
         elif isinstance(k, slice):
             if not all(b is None or _is_int(b) for b in (k.start, k.stop, k.step)):
                 return Unknown("slice bounds not known statically")
@@ -389,7 +407,7 @@ def getitem(array: Array, key: Any) -> Any:
             items.append(("fancy", index))
     shape = tuple(array.shape)
     used = sum(data[1] if kind == "fancy" else 1 for kind, data in items
-               if kind in ("slice", "int", "fancy", "open"))
+               if kind in ("slice", "int", "fancy", "open", "sized"))
     ellipses = sum(1 for kind, _ in items if kind == "ellipsis")
     if ellipses > 1 or used > len(shape):
         return Unknown(f"too many indices for an array of rank {len(shape)}")
@@ -411,7 +429,7 @@ def getitem(array: Array, key: Any) -> Any:
         if kind == "fancy" or (kind == "int" and has_fancy):
             if kind == "int":
                 dim = shape[axis]
-                if dim is not None and not -dim <= data < dim:
+                if dim is not None and data is not None and not -dim <= data < dim:
                     return Unknown(f"index {data} is out of bounds for an axis of size {dim}")
                 index_shape, consumed = (), 1
             else:
@@ -426,11 +444,11 @@ def getitem(array: Array, key: Any) -> Any:
             continue
         dim = shape[axis]
         axis += 1
-        if kind == "open":
-            out.append(None)
+        if kind in ("open", "sized"):
+            out.append(data)
             continue
         if kind == "int":
-            if dim is not None and not -dim <= data < dim:
+            if dim is not None and data is not None and not -dim <= data < dim:
                 return Unknown(f"index {data} is out of bounds for an axis of size {dim}")
             continue
         out.append(None if dim is None else len(range(*data.indices(dim))))
@@ -464,7 +482,16 @@ def _advanced_index(key: Any) -> Optional[tuple]:
 # ---------------------------------------------------------------------- reshaping
 
 def reshape(array: Array, shape: Any) -> Any:
-    """``array.reshape(shape)`` with at most one -1 (which NumPy works out)."""
+    """``array.reshape(shape)`` with at most one -1 (which NumPy works out); a size read
+    off an open axis (``x.reshape(x.shape[0], 60, 1)`` of open rows) stays open."""
+    if isinstance(shape, (tuple, list)) and shape.count(None) == 1 \
+            and array.shape.count(None) == 1 \
+            and all(d is None or _is_int(d) and d > 0 for d in shape):
+        # the open size stands for the array's: the known sizes must hold the same
+        known = math.prod(d for d in array.shape if d is not None)
+        if math.prod(d for d in shape if d is not None) != known:
+            return Unknown("reshape of data to a shape not known statically")
+        return Array(tuple(shape), array.dtype)
     dims = _dims(shape)
     if dims is None or dims.count(-1) > 1 or any(d < -1 for d in dims):
         return Unknown("reshape of data to a shape not known statically")

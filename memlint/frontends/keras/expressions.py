@@ -16,7 +16,7 @@ import libcst as cst
 from memlint.frontends.keras import calls, devices, models, star_imports
 from memlint.frontends.keras import arrays, batches, frames
 from memlint.frontends.keras.state import MAX_SEQUENCE
-from memlint.frontends.keras.values import OPEN, Array, Batches
+from memlint.frontends.keras.values import OPEN, Array, Batches, LoopIndex
 from memlint.frontends.keras.values import (FunctionalModel, LayerRef, ModelLayer, OpaqueLayer,
                                             Ref, SequentialModel, Tensor, Unknown,
                                             UserFunction, is_hashable, is_unknown)
@@ -271,6 +271,8 @@ class ExpressionEvaluator:
 
     def binary(self, left: Any, right: Any, op_node: cst.CSTNode, node: cst.CSTNode) -> Any:
         """``left <op> right`` on plain values, guarded against huge results."""
+        if isinstance(left, LoopIndex) or isinstance(right, LoopIndex):
+            return _shifted_index(left, right, op_node)
         if isinstance(left, Batches) or isinstance(right, Batches):
             return batches.run_on([left, right], lambda both: self.binary(
                 both[0], both[1], op_node, node), "an operator")
@@ -422,8 +424,9 @@ class ExpressionEvaluator:
         bounds = [self.eval(b) if b is not None else None for b in (sl.lower, sl.upper, sl.step)]
         if any(is_unknown(b) or not (b is None or isinstance(b, int)) for b in bounds):
             if open_bounds and not is_unknown(bounds[2]) and bounds[2] in (None, 1):
-                return slice(*(OPEN if is_unknown(b) or not (b is None or isinstance(b, int))
-                               else b for b in bounds))
+                # a loop's symbolic index stays: two of them fix the slice's length
+                return slice(*(b if isinstance(b, LoopIndex) else OPEN if is_unknown(b) or not
+                               (b is None or isinstance(b, int)) else b for b in bounds))
             return Unknown("slice bounds not known statically")
         return slice(*bounds)
 
@@ -492,6 +495,18 @@ def _type_comparison(left: Any, right: Any, op: cst.CSTNode) -> Any:
             op, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)):
         return Unknown("comparison of types not known statically")
     return (left == right) != isinstance(op, (cst.IsNot, cst.NotEqual))
+
+
+def _shifted_index(left: Any, right: Any, op: cst.CSTNode) -> Any:
+    """``i + 3``, ``3 + i``, ``i - 60`` of a loop's symbolic index (:mod:`.row_loops`)."""
+    index, other = (left, right) if isinstance(left, LoopIndex) else (right, left)
+    if not isinstance(other, int) or isinstance(other, (bool, LoopIndex)):
+        return Unknown("arithmetic on a loop index not known statically")
+    if isinstance(op, _aug_base(cst.Add)):
+        return LoopIndex(index.offset + other)
+    if isinstance(op, _aug_base(cst.Subtract)) and index is left:
+        return LoopIndex(index.offset - other)
+    return Unknown("arithmetic on a loop index not known statically")
 
 
 def _array_comparison(left: Any, right: Any, op: cst.CSTNode, count: int) -> Any:

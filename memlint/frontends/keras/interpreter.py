@@ -20,7 +20,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from memlint.frontends.keras import (calls, classes, data, devices, models, plain_objects,
-                                     star_imports, training_loops)
+                                     row_loops, star_imports, training_loops)
 from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
@@ -541,7 +541,12 @@ class Interpreter(ExpressionEvaluator):
         iterable = self.eval(stmt.iter)
         items = self.iterate(iterable, stmt)
         if items is None:
+            rows = row_loops.fill_rows(self, stmt)  # sliding windows: rows of known shape
             forgotten = self._forget_skipped(stmt)
+            if rows:
+                for name, value in rows.items():
+                    scope_of(self, name)[name] = value
+                return
             self.state.note_unresolved(
                 self.location(stmt.iter), "for loop",
                 "the loop's iterable is not known statically; its body is skipped"

@@ -17,7 +17,7 @@ from memlint.records import record
 __all__ = ["Ref", "Tensor", "Array", "LayerRef", "OpaqueLayer", "TensorOp", "UserFunction",
            "ModelLayer", "ModuleValue", "SequentialModel",
            "FunctionalModel", "Optimizer", "BoundMethod", "Policy", "Partial", "Unknown",
-           "flatten_structure", "is_hashable", "is_unknown", "OPEN"]
+           "flatten_structure", "is_hashable", "is_unknown", "OPEN", "LoopIndex", "Rows"]
 
 
 def is_unknown(value: Any) -> bool:
@@ -27,6 +27,23 @@ def is_unknown(value: Any) -> bool:
 # a slice bound of NumPy or pandas data not known statically (``x[:split]``): the axis it
 # slices has an open length, the others keep theirs
 OPEN = Unknown("slice bound not known statically")
+
+
+@record(frozen=True)
+class LoopIndex:
+    """The index of a loop of unknown length, plus ``offset`` (``i - 60``), while its body
+    runs once for the rows it appends (:mod:`.row_loops`): two such bounds of one slice
+    fix its length (``x[i - 60:i]``: 60)."""
+
+    offset: int = 0
+
+
+@record(eq=False)
+class Rows:
+    """A list a loop of unknown length filled, one ``element`` an iteration (sliding
+    windows of a series): ``np.array`` of it has open rows of the element's shape."""
+
+    element: Any
 
 
 def call_arg(args: list, kwargs: dict, index: int, key: str, default: Any = None) -> Any:
