@@ -77,6 +77,11 @@ CASES = [  # expression, (statements before it), what memlint knows (None: open)
     ("known.iloc[1:]", "", (4, 3)),
     ("known.iloc[1:3, 1:]", "", (2, 2)),
     ("known.iloc[0]", "", (3,)),
+    ("known.head(-2)", "", (3, 3)),
+    ("known[[True, False, True, False, True]]", "", (3, 3)),
+    ("df.c1", "", (None,)),  # a column read as an attribute
+    ("df.loc[df.c1 > 100]", "", (None, None)),
+    ("small.loc[small.c2 > 100, ['c0', 'c1']]", "", (None, 2)),
     ("pd.concat([small, small], axis=1)", "", (None, 8)),
     ("pd.concat([small, small])", "", (None, 4)),
     ("pd.concat([known, known])", "", (10, 3)),
@@ -240,3 +245,13 @@ def test_filter_selects_the_named_columns():
     assert dims(memlint_value('df.filter(["c1", "c2"])')) == (None, 2)
     assert dims(memlint_value('df.filter(like="c")')) == (None, None)
     assert real_value('df.filter(["c1", "c2"])').shape == (50, 2)
+
+
+@pytest.mark.parametrize("expr", [
+    "known @ known.T",  # a product of tables: not followed
+    "known.mean(axis=None)",  # a number
+    "small.iloc[:, 5]",  # pandas raises IndexError
+    "small.drop(columns=['c0', 'c1', 'c2', 'c3', 'c4'])",  # pandas raises KeyError
+])
+def test_what_pandas_refuses_or_reduces_to_a_number_is_unknown(expr):
+    assert is_unknown(memlint_value(expr))

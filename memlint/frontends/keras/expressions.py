@@ -285,6 +285,8 @@ class ExpressionEvaluator:
                 return models.tensor_operation(self, op_type, [left, right], node)
             return Tensor(None, reason="operator on tensors not modelled")
         if isinstance(left, frames.Frame) or isinstance(right, frames.Frame):  # pandas
+            if isinstance(op_node, _aug_base(cst.MatrixMultiply)):
+                return Unknown("a matrix product of tables is not evaluated")
             return frames.binary(left, right)
         if isinstance(left, Array) or isinstance(right, Array):  # NumPy data: shape and dtype
             op_type = next((name for cls, name in _TENSOR_OPS.items()

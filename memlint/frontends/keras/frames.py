@@ -56,6 +56,23 @@ _REDUCTIONS = frozenset({"mean", "std", "var", "min", "max", "sum", "median", "p
                          "skew", "kurt", "count", "quantile"})
 
 
+# DataFrame methods (what else ``df.name`` reads is the column of that name)
+_METHODS = _SAME_ROWS | _FEWER_ROWS | _REDUCTIONS | frozenset({
+    "to_numpy", "astype", "head", "tail", "reset_index", "set_index", "drop", "filter", "pop",
+    "map", "apply", "applymap", "agg", "aggregate", "transform", "pipe", "unique",
+    "value_counts", "info", "describe", "corr", "cov", "to_csv", "to_json", "to_excel",
+    "to_parquet", "to_pickle", "to_dict", "to_string", "to_markdown", "to_records", "to_frame",
+    "hist", "groupby", "rolling", "expanding", "ewm", "resample", "tolist", "to_list",
+    "nunique", "isnull", "isna", "notnull", "notna", "any", "all", "iterrows", "items",
+    "itertuples", "keys", "get", "merge", "join", "assign", "insert", "melt", "pivot",
+    "pivot_table", "stack", "unstack", "explode", "duplicated", "select_dtypes", "idxmax",
+    "idxmin", "cummax", "cummin", "cumprod", "isin", "between", "add", "sub", "mul", "div",
+    "truediv", "floordiv", "mod", "pow", "dot", "eq", "ne", "lt", "gt", "le", "ge", "combine",
+    "combine_first", "update", "copy", "reindex", "rename_axis", "set_axis", "transpose",
+    "squeeze", "memory_usage", "equals", "convert_dtypes", "first", "last", "asfreq", "align",
+    "first_valid_index", "last_valid_index", "nlargest", "nsmallest", "to_xarray", "bool"})
+
+
 def is_frame(value: Any) -> bool:
     return isinstance(value, (Frame, Indexer))
 
@@ -177,8 +194,10 @@ def get_attribute(value: Any, attr: str) -> Any:
     if attr == "T" and not frame.series:
         return Frame(frame.columns, frame.rows)
     if attr in ("columns", "index", "dtypes", "dtype", "empty", "size", "name", "str", "dt",
-                "cat"):
+                "cat", "at", "iat", "axes", "attrs", "flags", "plot", "style"):
         return Unknown(f"a table's {attr} is not known statically")
+    if not frame.series and not attr.startswith("_") and attr not in _METHODS:
+        return _column(frame)  # ``df.Close``: the column of that name
     return BoundMethod(frame, attr)
 
 
@@ -200,6 +219,8 @@ def getitem(value: Any, key: Any) -> Any:
         return Unknown("a column of a MultiIndex is not modelled")
     if isinstance(key, (Frame, Array)):  # a row mask: df[df["x"] > 0]
         return Frame(None, frame.columns)
+    if isinstance(key, list) and key and all(isinstance(k, bool) for k in key):
+        return Frame(sum(key), frame.columns)  # a list of bools: the rows it marks
     count = _labels(key)
     if count is not None:
         return Frame(frame.rows, count)
@@ -232,6 +253,10 @@ def _located(indexer: Indexer, key: Any) -> Any:
             _sliced(frame.columns, cols_key) if indexer.positional else None
         single = False
     elif isinstance(cols_key, (int, str)) and not isinstance(cols_key, bool):
+        if indexer.positional and isinstance(cols_key, int) and frame.columns is not None \
+                and not -frame.columns <= cols_key < frame.columns:
+            return Unknown(f"column {cols_key} of a table of {frame.columns}: pandas raises "
+                           "IndexError")
         columns, single = None, True
     else:
         columns, single = _labels(cols_key), False
@@ -261,7 +286,10 @@ def call_method(frame: Frame, method: str, args: list, kwargs: dict) -> Any:
         n = _arg(args, kwargs, 0, "n", 5)
         if _count(n) is None:
             return Frame(None, frame.columns, frame.series, frame.dtype)
-        rows = min(n, frame.rows) if frame.rows is not None else None
+        if frame.rows is None:
+            rows = None
+        else:  # a negative n leaves all rows but that many
+            rows = min(n, frame.rows) if n >= 0 else max(frame.rows + n, 0)
         return Frame(rows, frame.columns, frame.series, frame.dtype)
     if method == "reset_index":
         drop = kwargs.get("drop", False)
@@ -287,6 +315,8 @@ def call_method(frame: Frame, method: str, args: list, kwargs: dict) -> Any:
         return _column(frame)
     if method in _REDUCTIONS:
         axis = _arg(args, kwargs, 0, "axis", 0)
+        if frame.series or axis is None:  # a number
+            return Unknown(f"{method}() of a table is a number not known statically")
         if frame.series:
             return Unknown(f"{method}() of a column is not known statically")
         if axis in (1, "columns"):
@@ -315,6 +345,8 @@ def _drop(frame: Frame, args: list, kwargs: dict) -> Any:
     taken = 1 if isinstance(columns, (str, int)) and not isinstance(columns, bool) \
         else _labels(columns)
     left = frame.columns - taken if frame.columns is not None and taken is not None else None
+    if left is not None and left < 0:
+        return Unknown("drop() of more columns than the table has: pandas raises KeyError")
     return Frame(frame.rows, left, dtype=frame.dtype)
 
 
