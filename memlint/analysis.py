@@ -127,7 +127,8 @@ def analyze_text(source: str, path: str, settings: Settings) -> FileReport:
     input_shape = (None,) + tuple(settings.input_shape) if settings.input_shape else None
     roots = (str(Path(settings.source).parent),) if settings.source != "defaults" else ()
     result = analyze_source(source, path, input_shape=input_shape, roots=roots,
-                            entry=settings.entry, inputs=settings.inputs)
+                            entry=settings.entry, inputs=settings.inputs,
+                            values=settings.dims)
     report = FileReport(path=path, settings=settings, budget=budget,
                         definitions=result.definitions, entries=result.entries,
                         internal_errors=list(result.internal_errors),

@@ -39,8 +39,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                              "inputs)")
     parser.add_argument("--mode", choices=("train", "infer"), help="training or inference")
     parser.add_argument("--dim", action="append", metavar="NAME=SIZE",
-                        help="size of a symbolic ONNX dimension, e.g. --dim seq=128 "
-                             "(repeatable; the batch comes from --batch-size)")
+                        help="size of a symbolic ONNX dimension, e.g. --dim seq=128, or "
+                             "the value of a name a Keras script assigns where memlint "
+                             "cannot know it, e.g. --dim vocab_size=20000 (repeatable; the "
+                             "batch comes from --batch-size)")
     parser.add_argument("--entry", metavar="NAME",
                         help="analyse the model this function or class of the file builds, "
                              "called with its defaults or literal arguments: "

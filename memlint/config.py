@@ -6,7 +6,8 @@ inputs' shapes, merged with ``--input``), ``mode``, ``optimizer``,
 ``backend`` (tf, jax, torch), ``select``, ``ignore``, ``fail-on``, ``cuda-context``,
 ``reserve``, ``margin`` (the verdict's room for memlint's error, percent of the peak:
 ``10%``; default: the backend profile's measured margin), ``entry``, ``dims`` (ONNX
-symbolic dimension sizes, merged with ``--dim``), ``rules`` (per-rule options, e.g.
+symbolic dimension sizes, and the values of names a Keras script assigns where memlint
+cannot know them, merged with ``--dim``), ``rules`` (per-rule options, e.g.
 ``rules.MEM002.activation-share``) and ``per-file-overrides`` (glob, relative to the config
 file's folder -> any of the keys above).
 """
@@ -53,7 +54,9 @@ class Settings:
     margin: Optional[float] = None  # the verdict's margin, a share of the peak (None: profile's)
     rules: dict = field(default_factory=dict)  # {"MEM002": {"activation-share": 0.3}}
     entry: Optional[str] = None  # NAME or NAME(literal args): the function/class to analyse
-    dims: dict = field(default_factory=dict)  # ONNX symbolic dimension -> size ({"seq": 128})
+    # ONNX symbolic dimension -> size ({"seq": 128}); in a Keras script, a name it assigns
+    # a value memlint cannot know -> that value ({"vocab_size": 20000})
+    dims: dict = field(default_factory=dict)
     source: str = "defaults"  # the config file these came from
 
     def enabled(self, code: str) -> bool:
@@ -105,7 +108,8 @@ def parse_inputs(value: Any, where: str) -> dict:
 
 
 def parse_dims(value: Any, where: str) -> dict:
-    """ONNX dimension sizes: ``{"seq": 128}``, ``["seq=128", "N=8"]`` or ``"seq=128,N=8"``."""
+    """``--dim`` sizes (ONNX dimensions, or names of a Keras script): ``{"seq": 128}``,
+    ``["seq=128", "N=8"]`` or ``"seq=128,N=8"``."""
     if isinstance(value, str):
         value = [v for v in value.split(",") if v.strip()]
     if isinstance(value, (list, tuple)):

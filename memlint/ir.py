@@ -212,6 +212,9 @@ class TrainingSetup:
     # and the report leaves it out
     part_of: list = field(default_factory=list)
     part_idle: bool = False  # those models hold it, and their steps never run it
+    # values the code leaves unknown that the user gave (``--dim vocab_size=20000``), as
+    # "vocab_size = 20000 (--dim, line 15)"
+    given_values: list = field(default_factory=list)
     # a custom training loop's step that runs this model with others, or several times,
     # under one GradientTape ("the step under the GradientTape at line 85 calls encoder once
     # and decoder 10 times"): the estimate, of one call alone, is a lower bound ("": none)

@@ -45,6 +45,9 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "host_data": [{"what": h.what, "bytes": h.bytes, "shape": list(h.shape),
                        "dtype": h.dtype, "line": h.location.line if h.location else None}
                       for h in setup.host_data],
+        # values the code leaves unknown that --dim gave ("vocab_size = 20000 (--dim, line
+        # 15)")
+        "given_values": list(setup.given_values),
         "optimizer": setup.optimizer.name,
         "optimizer_options": setup.optimizer.options,
         "optimizer_source": setup.optimizer.source,

@@ -146,6 +146,8 @@ def model_report(graph, breakdown, budget) -> list:
                      "the table shows Keras's own shapes)")
     elif setup.data_source:
         lines.append(f"  data:         {setup.data_source}")
+    if setup.given_values:
+        lines.append(f"  given:        {'; '.join(setup.given_values)}")
     if setup.mode == "train":
         lines.append(f"  optimizer:    {setup.optimizer.name}{f'({opts})' if opts else ''} "
                      f"({setup.optimizer.source})")

@@ -89,10 +89,12 @@ def _nesting_problem(source: str) -> Optional[str]:
 
 def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = None,
                    roots: tuple = (), entry: Optional[str] = None,
-                   inputs: Optional[dict] = None) -> FrontendResult:
+                   inputs: Optional[dict] = None,
+                   values: Optional[dict] = None) -> FrontendResult:
     """Analyse Keras model source text; ``input_shape`` (batch first) overrides the code's;
     ``inputs`` (an Input's name -> shape without the batch) sizes what named Inputs leave
-    open.
+    open; ``values`` (a name -> int, ``--dim``) is what a name the code assigns takes where
+    its value is not known statically (a vocabulary read from a file).
 
     ``roots``: extra folders where absolute imports of the user's own modules are looked up
     (the file's folder and the package roots above it always are).  ``entry``: ``NAME`` or
@@ -101,7 +103,8 @@ def analyze_source(source: str, path: str, *, input_shape: Optional[tuple] = Non
 
     Never raises on bad input: syntax errors, unknown names, unbounded loops and the like
     come back as diagnostics, with whatever models could be found."""
-    state = FileState(path, input_shape_hint=input_shape, named_inputs=dict(inputs or {}))
+    state = FileState(path, input_shape_hint=input_shape, named_inputs=dict(inputs or {}),
+                      given_values=dict(values or {}))
     problem, tokens = measure(source)
     work = {"tokens": tokens, "parsed": 0}
     if problem is not None:

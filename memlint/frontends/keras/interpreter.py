@@ -32,7 +32,7 @@ from memlint.frontends.keras.slice_scan import may_call_layers
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
 from memlint.frontends.keras.values import (Array, ModuleValue, Ref, SequentialModel,
-                                            Unknown, UserFunction)
+                                            Unknown, UserFunction, is_unknown)
 from memlint.ir import Location
 from memlint.source_index import SourceIndex
 
@@ -776,6 +776,14 @@ class Interpreter(ExpressionEvaluator):
         finally:  # also when the branch returns or breaks
             self._after_undecided_if(stmt, line, made, unknown_before, returned, arrays)
 
+    def _given(self, target: cst.Name) -> Any:
+        """The value ``--dim`` gives a name whose value here is not known statically."""
+        value = self.state.given_values[target.value]
+        used = f"{target.value} = {value} (--dim, line {self.location(target).line})"
+        if used not in self.state.given_used:
+            self.state.given_used.append(used)
+        return value
+
     def _value_of(self, name: str) -> Any:
         scope = scope_of(self, name)
         return None if scope is None else scope[name]
@@ -1021,6 +1029,8 @@ class Interpreter(ExpressionEvaluator):
 
     def assign(self, target: cst.CSTNode, value: Any) -> None:
         if isinstance(target, cst.Name):
+            if is_unknown(value) and target.value in self.state.given_values:
+                value = self._given(target)  # --dim NAME=SIZE
             self.set_name(target.value, value)
             module_level = self.scope is self.globals or target.value in self.global_names
             self.state.bind_variable(target.value, value, module_level)

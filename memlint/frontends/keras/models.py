@@ -7,6 +7,8 @@ import math
 from dataclasses import field, replace
 from typing import Any, Optional
 
+import libcst as cst
+
 import memlint.layers as registry
 from memlint.frontends.keras import batches, classes, compiled, data, operations, tensor_ops
 from memlint.frontends.keras.names import to_snake_case
@@ -74,7 +76,8 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
         instance = registry.instantiate(type_name, Args(list(args), dict(kwargs), state.context),
                                         location=loc)
     except UnresolvedArgument as exc:
-        state.note_unresolved(loc, f"{kind.class_name} '{name}'", str(exc))
+        state.note_unresolved(loc, f"{kind.class_name} '{name}'", str(exc) + _dim_hint(
+            interp, node))
         return OpaqueLayer(kind.class_name, name, loc, str(exc), hint,
                            keras3_input_arg=keras3_input)
     except LayerError as exc:
@@ -92,6 +95,16 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
     if kind.class_name == "Lambda":
         ref.callables = _lambda_callables(args, kwargs)
     return ref
+
+
+def _dim_hint(interp, node) -> str:
+    """How to give a layer's unknown argument a value: where the call passes a name whose
+    value is not known (``Embedding(vocab_size, 128)``), ``--dim vocab_size=SIZE``."""
+    if not isinstance(node, cst.Call):
+        return ""
+    names = [arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)
+             and isinstance(interp.eval(arg.value), Unknown)]
+    return f" (--dim {names[0]}=SIZE gives {names[0]} a value)" if names else ""
 
 
 def _lambda_callables(args: list, kwargs: dict) -> dict:

@@ -27,7 +27,8 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
     """
     usage = model.usage
     policy, source = model.dtype_policy or (state.dtype_policy, state.dtype_source)
-    setup = TrainingSetup(dtype_policy=policy, dtype_source=source)
+    setup = TrainingSetup(dtype_policy=policy, dtype_source=source,
+                          given_values=list(state.given_used))
     setup.optimizer, *setup.later_optimizers = _optimizers(usage)
     if TRAIN_CALL in usage and "compile" not in usage:  # a custom loop's own optimizer
         setup.optimizer = applied_optimizer(state) or setup.optimizer

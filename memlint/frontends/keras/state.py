@@ -55,6 +55,10 @@ class FileState:
     # the names an Input of the file has taken
     named_inputs: dict = field(default_factory=dict)
     named_inputs_used: set = field(default_factory=set)
+    # --dim NAME=SIZE: the value a name the code assigns takes where the code's is not known
+    # statically, and each use, as "vocab_size = 20000 (line 15)"
+    given_values: dict = field(default_factory=dict)
+    given_used: list = field(default_factory=list)
     memory_caps: list = field(default_factory=list)  # list[MemoryCap] the code sets
     # environment variables the code sets (os.environ[key] = value, setdefault, update)
     environment: dict = field(default_factory=dict)
