@@ -110,6 +110,23 @@ def test_table_shapes_agree_with_pandas(expr, extra, want):
     assert all(g is None or g == r for g, r in zip(got, real_dims)), (got, real_dims)
 
 
+@pytest.mark.parametrize("call, columns", [
+    ('pd.read_csv("t.csv", usecols=["Date", "Close"])', 2),
+    ('pd.read_csv("t.csv", usecols=["Date", "Close"], index_col="Date")', 1),
+    ('pd.read_csv("t.csv", usecols=[0, 1, 2], index_col=[0, 1])', 1),
+    ('pd.read_csv("t.csv", names=["a", "b", "c"], header=None)', 3),
+    ('pd.read_csv("t.csv", index_col=0)', None),
+    ('pd.read_csv("t.csv")', None),
+])
+def test_a_reader_s_columns_where_its_arguments_fix_them(call, columns, tmp_path):
+    assert dims(memlint_value(call)) == (None, columns)
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "t.csv"
+    path.write_text("Date,Close,Volume\n1,2.0,3\n4,5.0,6\n")
+    real = eval(call.replace('"t.csv"', repr(str(path))), {"pd": pd})  # noqa: S307
+    assert columns is None or real.shape[1] == columns
+
+
 def test_sizes_the_file_decides_stay_unknown():
     assert all(is_unknown(d) for d in memlint_value("df.shape"))
     assert memlint_value("df[['c0', 'c1']].shape")[1] == 2

@@ -844,6 +844,8 @@ def numpy_function(name: str, args: list, kwargs: dict) -> Any:
         if isinstance(first, Array):
             return Array(tuple(first.shape), dtype_name(dtype) if dtype is not None
                          else first.dtype)
+        if isinstance(first, Rows):
+            return stacked_rows(first, dtype)
         return from_python(first, dtype)
     if name in _NUMPY_CASTS:
         if isinstance(first, Array):

@@ -20,7 +20,7 @@ from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
 from memlint.frontends.keras.values import (Array, Batches, BoundMethod, FunctionalModel,
                                             LayerRef, ModelLayer, ModuleValue, OpaqueLayer,
-                                            Optimizer, Partial, Policy, Ref, Rows, SequentialModel,
+                                            Optimizer, Partial, Policy, Ref, SequentialModel,
                                             Tensor, Unknown, UserFunction, flatten_structure,
                                             is_hashable, is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
@@ -381,8 +381,6 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
     if name == "sklearn.model_selection.train_test_split" and any(
             isinstance(a, frames.Frame) for a in args):
         return frames.train_test_split(args, kwargs)
-    if name in ("numpy.array", "numpy.asarray") and args and isinstance(args[0], Rows):
-        return arrays.stacked_rows(args[0], kwargs.get("dtype"))
     if name in ("numpy.array", "numpy.asarray") and args and isinstance(args[0], frames.Frame):
         dtype = kwargs.get("dtype")
         return frames.to_array(args[0], arrays.dtype_name(dtype) if dtype is not None else None)

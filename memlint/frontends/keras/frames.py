@@ -109,8 +109,7 @@ def handles(name: str) -> bool:
 def call(name: str, args: list, kwargs: dict) -> Any:
     """``pd.read_csv(...)``, ``pd.DataFrame(data)``, ``pd.Series(data)``, ``pd.concat(...)``."""
     if name in _READERS:
-        columns = _labels(kwargs.get("usecols"))
-        return Frame(None, columns)
+        return Frame(None, _read_columns(kwargs))
     if name == "pandas.get_dummies":  # one column per value met in the data
         return Frame(None, None)
     if name == "pandas.concat":
@@ -131,6 +130,21 @@ def call(name: str, args: list, kwargs: dict) -> Any:
     if isinstance(data, (list, tuple)) and series:
         return Frame(len(data), series=True)
     return Frame(None, columns, series)
+
+
+def _read_columns(kwargs: dict) -> Optional[int]:
+    """The columns a reader gives where its arguments fix them: ``usecols`` (or ``names``)
+    less the ``index_col`` it takes out of them."""
+    given = kwargs.get("usecols", kwargs.get("names"))
+    if callable(given) or given is None:
+        return None
+    count = _labels(given)
+    index = kwargs.get("index_col")
+    if count is None or index is None or index is False:
+        return count
+    taken = 1 if isinstance(index, (int, str)) and not isinstance(index, bool) \
+        else _labels(index)
+    return count - taken if taken is not None and taken <= count else None
 
 
 def train_test_split(args: list, kwargs: dict) -> Any:
