@@ -25,7 +25,8 @@ from memlint.frontends.keras.imports import ProjectModules
 from memlint.frontends.keras.expressions import (MAX_LOOP_ITERATIONS, ExpressionEvaluator,
                                                  has_truth)
 from memlint.frontends.keras.loop_progress import (FixedPointWatch, ProgressWatch,
-                                                   forget_after_stop, scope_of)
+                                                   forget_after_stop, scope_of,
+                                                   value_of)
 from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slice_scan import may_call_layers
@@ -785,8 +786,7 @@ class Interpreter(ExpressionEvaluator):
         return value
 
     def _value_of(self, name: str) -> Any:
-        scope = scope_of(self, name)
-        return None if scope is None else scope[name]
+        return value_of(self, name)
 
     def _after_undecided_if(self, stmt: cst.If, line: int, made: int, unknown_before: set,
                             returned: bool, arrays: dict) -> None:

@@ -276,3 +276,10 @@ def scope_of(interp, name: str) -> Optional[dict]:
         if name in scope:
             return scope
     return None
+
+
+def value_of(interp, name: str) -> Any:
+    """What ``name`` is bound to in ``interp``'s innermost scope that binds it (None if none
+    does)."""
+    scope = scope_of(interp, name)
+    return None if scope is None else scope[name]

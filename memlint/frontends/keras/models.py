@@ -11,6 +11,7 @@ import libcst as cst
 
 import memlint.layers as registry
 from memlint.frontends.keras import batches, classes, compiled, data, operations, tensor_ops
+from memlint.frontends.keras.loop_progress import value_of
 from memlint.frontends.keras.names import to_snake_case
 from memlint.frontends.keras.values import (Array, Batches, FunctionalModel, LayerRef,
                                             ModelLayer, OpaqueLayer, Partial, SequentialModel,
@@ -103,7 +104,7 @@ def _dim_hint(interp, node) -> str:
     if not isinstance(node, cst.Call):
         return ""
     names = [arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)
-             and isinstance(interp.eval(arg.value), Unknown)]
+             and isinstance(value_of(interp, arg.value.value), Unknown)]  # bound, unknown
     return f" (--dim {names[0]}=SIZE gives {names[0]} a value)" if names else ""
 
 

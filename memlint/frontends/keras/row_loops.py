@@ -17,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from memlint.frontends.keras.loop_progress import value_of
 from memlint.frontends.keras.values import Array, LoopIndex, Rows
 
 __all__ = ["fill_rows"]
@@ -53,7 +54,7 @@ def fill_rows(interp, stmt: cst.For) -> Optional[dict]:
     lists: dict = {}
     for call in summary.calls:
         if call.kind == "chain" and call.dotted == "append" and call.root:
-            value = interp._value_of(call.root)
+            value = value_of(interp, call.root)
             if not isinstance(value, list) or value:
                 return None  # only lists the loop fills from empty
             lists[call.root] = value
