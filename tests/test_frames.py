@@ -269,6 +269,8 @@ def test_filter_selects_the_named_columns():
     "known.mean(axis=None)",  # a number
     "small.iloc[:, 5]",  # pandas raises IndexError
     "small.drop(columns=['c0', 'c1', 'c2', 'c3', 'c4'])",  # pandas raises KeyError
+    "str(small)",  # the table's text is its values'
+    "bool(known)",  # pandas raises: the truth of a table is ambiguous
 ])
 def test_what_pandas_refuses_or_reduces_to_a_number_is_unknown(expr):
     assert is_unknown(memlint_value(expr))

@@ -39,6 +39,14 @@ def test_windows_of_a_series_are_open_rows_of_the_window():
     assert is_unknown(got["i"])  # the loop's index is not known after it
 
 
+@pytest.mark.parametrize("expr", ["bool(x)", "str(x)", "len(x)", "x[0]", "max(x)"])
+def test_what_a_loop_of_unknown_length_filled_is_not_known_beyond_its_rows(expr):
+    # the list may be empty, and its elements and length are the data's
+    got = names("x = []\nfor i in range(60, len(data)):\n    x.append(data[i - 60:i, 0])\n"
+                f"v = {expr}\n")
+    assert is_unknown(got["v"])
+
+
 def test_a_function_that_cuts_windows_of_its_look_back():
     got = names("def create_dataset(dataset, look_back=1):\n"
                 "    dataX, dataY = [], []\n"

@@ -20,7 +20,7 @@ from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
 from memlint.frontends.keras.values import (Array, Batches, BoundMethod, FunctionalModel,
                                             LayerRef, ModelLayer, ModuleValue, OpaqueLayer,
-                                            Optimizer, Partial, Policy, Ref, SequentialModel,
+                                            Optimizer, Partial, Policy, Ref, Rows, SequentialModel,
                                             Tensor, Unknown, UserFunction, flatten_structure,
                                             is_hashable, is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
@@ -806,9 +806,17 @@ def _type_of(value: Any) -> Any:
     return Unknown("type() of a value that is not a plain Python value")
 
 
+_DATA_RECORDS = (Rows, frames.Frame, frames.Indexer, transformers.Transformer)
+
+
 def _builtin(state, name: str, args: list, kwargs: dict):
     if any(is_unknown(a) for a in args) or any(is_unknown(v) for v in kwargs.values()):
         return Unknown(f"{name}() of a value not known statically")
+    if name not in ("len", "isinstance", "type", "print") and any(
+            isinstance(a, _DATA_RECORDS) for a in args):
+        # a table, a loop's rows, a transformer: what they hold is not known (their
+        # repr, truth or elements are not the code's)
+        return Unknown(f"{name}() of data not known statically")
     if name in _MATERIALISING:
         size = sum(_iterable_size(a) for a in args)
         if size > MAX_SEQUENCE or not state.allocate(size):
