@@ -546,9 +546,9 @@ class XlaFusion:
         return any(reader.type == "LayerNormalization" for reader in self.readers(key))
 
     def read_by_convolutions(self, layer) -> bool:
-        """Whether every call of ``layer`` has readers and all of them are convolutions,
-        directly or through zero padding (cuDNN calls whose input gradients the layer's
-        backward reads)."""
+        """Whether ``layer``'s outputs are read, and only by convolutions, directly or
+        through zero padding (cuDNN calls whose input gradients the layer's backward
+        reads)."""
         li = self.by_name.get(layer.name)
         keys = [key for key in self.consumers if key[0] == li]
 

@@ -372,8 +372,7 @@ def _timeseries(args: list, kwargs: dict, where: str) -> Any:
     targets = args[1] if len(args) > 1 else kwargs.get("targets")
     length = args[2] if len(args) > 2 else kwargs.get("sequence_length")
     batch = kwargs.get("batch_size", 128)
-    if isinstance(data, frames.Frame):
-        data = frames.to_array(data)
+    data = frames.data_of(data)
     if isinstance(data, Array) and data.shape and isinstance(length, int):
         inputs = Array((length,) + tuple(data.shape[1:]), data.dtype)
     else:  # read from a file (a DataFrame's values): the batch size is still the call's
@@ -697,8 +696,7 @@ def _has_unknown(value: Any) -> bool:
 
 def _slice_element(value: Any) -> Any:
     """One row of an array (``from_tensor_slices``): its first dimension dropped."""
-    if isinstance(value, frames.Frame):  # a pandas table or column: its values
-        value = frames.to_array(value)
+    value = frames.data_of(value)  # a pandas table or column: its values
     if isinstance(value, Array):
         if not value.shape:
             return Unknown("from_tensor_slices of a scalar")
@@ -709,8 +707,7 @@ def _slice_element(value: Any) -> Any:
 
 
 def _as_element(value: Any) -> Any:
-    if isinstance(value, frames.Frame):
-        value = frames.to_array(value)
+    value = frames.data_of(value)
     if isinstance(value, Array):
         return value
     if isinstance(value, bool):

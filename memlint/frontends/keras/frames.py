@@ -12,6 +12,7 @@ from a file is not known), never guessed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional
 
 from memlint.frontends.keras import arrays
@@ -20,7 +21,7 @@ from memlint.frontends.keras.values import call_arg as _arg
 from memlint.records import record
 
 __all__ = ["Frame", "Indexer", "handles", "call", "get_attribute", "getitem", "call_method",
-           "binary", "length", "is_frame", "to_array", "train_test_split"]
+           "binary", "length", "is_frame", "data_of", "to_array", "train_test_split"]
 
 
 @record(eq=False)
@@ -157,8 +158,8 @@ def train_test_split(args: list, kwargs: dict) -> Any:
     out = []
     for i, given in enumerate(args):
         for part in parts[2 * i:2 * i + 2]:
-            out.append(Frame(part.shape[0], given.columns, given.series, given.dtype)
-                       if isinstance(given, Frame) else part)
+            out.append(replace(given, rows=part.shape[0]) if isinstance(given, Frame)
+                       else part)
     return out
 
 
@@ -174,6 +175,12 @@ def _concat(objs: Any, axis: Any) -> Any:
     if along == "rows":
         return Frame(total, other, all(o.series for o in objs))
     return Frame(other, total)
+
+
+def data_of(value: Any) -> Any:
+    """What NumPy, Keras or scikit-learn make of ``value``: a table's values (``to_array``),
+    anything else as it is."""
+    return to_array(value) if isinstance(value, Frame) else value
 
 
 def to_array(frame: Frame, dtype: Optional[str] = None) -> Any:
@@ -291,20 +298,17 @@ def call_method(frame: Frame, method: str, args: list, kwargs: dict) -> Any:
         return to_array(frame, arrays.dtype_name(dtype) if dtype is not None else None)
     if method == "astype":
         dtype = arrays.dtype_name(_arg(args, kwargs, 0, "dtype"))
-        return Frame(frame.rows, frame.columns, frame.series, dtype)
+        return replace(frame, dtype=dtype)
     if method in _SAME_ROWS:
-        return Frame(frame.rows, frame.columns, frame.series, frame.dtype)
+        return replace(frame)
     if method in _FEWER_ROWS:
-        return Frame(None, frame.columns, frame.series, frame.dtype)
+        return replace(frame, rows=None)
     if method in ("head", "tail"):
         n = _arg(args, kwargs, 0, "n", 5)
-        if _count(n) is None:
-            return Frame(None, frame.columns, frame.series, frame.dtype)
-        if frame.rows is None:
-            rows = None
-        else:  # a negative n leaves all rows but that many
-            rows = min(n, frame.rows) if n >= 0 else max(frame.rows + n, 0)
-        return Frame(rows, frame.columns, frame.series, frame.dtype)
+        if _count(n) is None or frame.rows is None:
+            return replace(frame, rows=None)
+        # a negative n leaves all rows but that many
+        return replace(frame, rows=min(n, frame.rows) if n >= 0 else max(frame.rows + n, 0))
     if method == "reset_index":
         drop = kwargs.get("drop", False)
         if frame.series:

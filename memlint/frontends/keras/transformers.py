@@ -55,13 +55,6 @@ def get_attribute(transformer: Transformer, attr: str) -> Any:
     return BoundMethod(transformer, attr)
 
 
-def _data(value: Any) -> Any:
-    """The array a transformer reads (a table's values)."""
-    if isinstance(value, frames.Frame):
-        return frames.to_array(value)
-    return value
-
-
 def _float(dtype: Optional[str]) -> Optional[str]:
     return dtype if dtype in ("float32", "float64") else "float64" if dtype else None
 
@@ -73,7 +66,8 @@ def call_method(transformer: Transformer, method: str, args: list, kwargs: dict)
         return transformer
     if method not in ("fit_transform", "transform", "inverse_transform"):
         return Unknown(f"{transformer.name}.{method}() is not evaluated")
-    data = _data(_arg(args, kwargs, 0, "X" if transformer.name != "LabelEncoder" else "y"))
+    key = "y" if transformer.name == "LabelEncoder" else "X"
+    data = frames.data_of(_arg(args, kwargs, 0, key))
     if not isinstance(data, Array) or not data.shape:
         return Unknown(f"{transformer.name}.{method}() of data not known statically")
     rows = data.shape[0]
