@@ -41,7 +41,8 @@ from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
-from memlint.memory.xla_fusion import _FUSIBLE, XlaFusion, _units, _writes_relu
+from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _units, _writes_relu,
+                                       concatenated_in_product)
 from memlint.records import record
 
 
@@ -116,6 +117,9 @@ class _Tensor:
     centred: bool = False  # a normalisation's output whose centred input is kept
     recomputable: bool = False  # the call that made it keeps its first input
     sources: Optional[list] = None  # XLA: never written, computed by its reader from these
+    storage: Optional[Buffer] = None  # XLA: a slice of this merged product result (shared)
+    preactivation: bool = False  # XLA: a kernel's result, its readers apply the activation
+    readers: int = 0  # the calls that read it
     time_major: bool = False  # XLA: a scanned recurrence's stacked steps (time-major)
 
 
@@ -183,6 +187,8 @@ class Walk(XlaFusion):
         self.pending: dict = {}
         self.merged_calls: dict = {}  # calls run as one merged product -> their group
         self.kernels_concatenated: set = set()  # tensors whose Dense readers ran merged
+        self.merged_results: dict = {}  # a group of merged Dense calls -> its result
+        self.merged_first: set = set()  # the calls that run a merged product
         self.trainable_seen = False
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
@@ -652,6 +658,8 @@ class Walk(XlaFusion):
                 layer, kind, (li, ci, 0), ins)
         if never_written:
             reuse = None
+        merged = None if reuse is not None or len(sizes) != 1 else self.merged_result(
+            li, ci, input_keys)
         outputs = []
         for k, size in enumerate(sizes):
             is_output = self.is_output(layer, li, ci, k)
@@ -662,7 +670,9 @@ class Walk(XlaFusion):
                 self.data.append(t)
             elif reuse is not None and k == 0 and not into_step_output:
                 self.ref(reuse.buf)
-                t = _Tensor(reuse.buf, materialized=reuse.materialized)
+                t = _Tensor(reuse.buf, materialized=reuse.materialized,
+                            storage=reuse.storage)
+                self.ref(reuse.storage)
                 if view and reuse.sources is not None:  # a view of a never-written tensor
                     t.sources = [reuse]  # holds what that one is computed from
                     reuse.uses += 1
@@ -679,14 +689,17 @@ class Walk(XlaFusion):
                     sources = [i for i in ins if not i.freed]
                     for source in sources:
                         source.uses += 1
+                elif merged is not None:  # its slice of the merged product's result
+                    buf = Buffer(*(size or (0, 0)), "live", label, layer.name)
                 else:
                     buf = self.alloc(*(size or (0, 0)), "live", label, layer.name)
-                t = _Tensor(buf, sources=sources,
+                t = _Tensor(buf, sources=sources, storage=merged,
                             materialized=not (self.profile.sign == "xla" and (
                                 layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
                                 or _nearest_upsampling(layer))))
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
+            t.preactivation = output_label is not None
             t.wide = element == 4
             t.producer = layer.type
             t.relu = _writes_relu(layer)
@@ -697,7 +710,7 @@ class Walk(XlaFusion):
             t.time_major = self.time_major_output(layer, kind, ins)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
-            t.uses = self.pending.get((li, ci, k), 0)
+            t.uses = t.readers = self.pending.get((li, ci, k), 0)
             t.output = is_output
             if self.retained is not None and layer.type not in INPUT_TYPES and not view \
                     and layer.name not in self.unmapped:
@@ -781,7 +794,8 @@ class Walk(XlaFusion):
         kept_inside = any(isinstance(item, Buffer) and item.label.endswith("inner tensor")
                           for item, _ in call.holds)
         inside = None if kept_inside else self.inner_forward(layer, kind, ins, outputs)
-        partials = self.split_partials(layer, in_shape, backward=False)
+        partials = self.merged_split_partials(layer, li, ci, input_keys, in_shape) \
+            if merged is not None else self.split_partials(layer, in_shape, backward=False)
         if partials is not None and requires_grad and sizes and sizes[0]:
             partials = self.keep_partial_sums(call, in_shape, sizes[0], partials,
                                               (li, ci, 0))
@@ -823,6 +837,7 @@ class Walk(XlaFusion):
             for t in dying:  # (counted down with the other inputs after the call: no-op)
                 t.freed = True
                 self.release(t.buf)
+                self.release(t.storage)
 
     def merge_later(self, li: int, ci: int, first: Saved, size: tuple,
                     own: Buffer) -> list:
@@ -970,7 +985,7 @@ class Walk(XlaFusion):
             return None
         for i, t in enumerate(ins):
             if (t.uses == 1 and t.holds == 0 and i not in kept_inputs and not t.output
-                    and t not in self.data and ins.count(t) == 1
+                    and t not in self.data and ins.count(t) == 1 and t.storage is None
                     and (t.buf.per_sample, t.buf.fixed) == sizes[0]
                     and (not t.buf.library or self.no_kernel_of_its_own(layer, kind, t,
                                                                         out_key))):
@@ -1047,6 +1062,7 @@ class Walk(XlaFusion):
                 and not t.freed:
             t.freed = True
             self.release(t.buf)
+            self.release(t.storage)
             for source in t.sources or ():
                 source.uses -= 1
                 self.maybe_free(source)
@@ -1148,10 +1164,14 @@ class Walk(XlaFusion):
                 t.grad = dy
                 self.ref(dy)
                 continue
-            if self.profile.sign == "xla" and layer.type in _BROADCAST_BACKWARD \
-                    and t.producer == "Embedding":
-                # a broadcast XLA fuses into the embedding's scatter: never materialised
+            if self.profile.sign == "xla" and (
+                    layer.type in _BROADCAST_BACKWARD and t.producer == "Embedding"
+                    or t.preactivation and t.readers == 1 and self.reduced_product(layer)):
+                # a broadcast XLA fuses into the embedding's scatter, or the outer product
+                # of a one-unit Dense's output gradient and kernel, which the activation's
+                # select reads: never materialised
                 t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
+                t.grad.broadcast = t.preactivation
                 continue
             into = call.grad_into
             if into is not None and (into.per_sample, into.fixed) == (t.buf.per_sample,
@@ -1273,11 +1293,25 @@ class Walk(XlaFusion):
         early = [h for h in call.holds if isinstance(h[0], Buffer)
                  and h[0].label in (f"{call.layer.name} pre-activation",
                                     f"{call.layer.name} kept split-K partial sums")]
+        dy = next((t.grad for t in call.outputs if t.grad is not None), None)
+        unwritten = dy is not None and dy.broadcast and not (dy.per_sample or dy.fixed)
+        if unwritten and call.outputs[0].preactivation:
+            # the select computes the output's gradient as it reads it and writes the
+            # pre-activation's to a buffer of its own; the pre-activation (the output) then
+            # dies (H100 plan of Dense(256, relu) -> Dense(1) at batch 256: the masked
+            # gradient beside the kernel gradient's partial sums, no pre-activation)
+            early += [h for h in call.holds if h[0] is call.outputs[0] and not h[1]]
         if not early:
             return []
         made = []
-        dy = next((t.grad for t in call.outputs if t.grad is not None), None)
-        if call.select_reads_output and dy is not None:
+        out = call.outputs[0]
+        if unwritten and out.preactivation:
+            # the output's gradient from here on: what the layer's products read
+            self.release(out.grad)
+            out.grad = self.alloc(out.buf.per_sample, out.buf.fixed, "grad",
+                                  f"gradient of {call.layer.name}'s pre-activation",
+                                  call.layer.name)
+        elif call.select_reads_output and dy is not None:
             made.append(self.alloc(dy.per_sample, dy.fixed, "grad",
                                    f"gradient of {call.layer.name}'s pre-activation",
                                    call.layer.name))
@@ -1442,6 +1476,48 @@ class Walk(XlaFusion):
         return not self.nchw_float32 and self._all_readers(
             key, lambda reader: reader.type == "Dropout")
 
+    def merged_result(self, li: int, ci: int, input_keys: list) -> Optional[Buffer]:
+        """The one result of the product XLA merges this Dense call's into
+        (:meth:`merged_siblings`), of which the call's output is a slice: made at the first
+        call of the group to run, with a reference for each call's output, so that it lives
+        until the last of them dies.  None where the call is merged with none, a size is
+        open, or a call writes a prediction (the step's output)."""
+        group = self.merged_siblings(li, ci, input_keys[0]) if len(input_keys) == 1 else []
+        if not group:
+            return None
+        key = tuple(group)
+        found = self.merged_results.get(key)
+        if found is not None:
+            return found
+        layers = [self.graph.layers[lj] for lj, _ in group]
+        if self.step_outputs is not None and any(
+                self.is_output(layer, lj, cj, 0) for layer, (lj, cj) in zip(layers, group)):
+            return None
+        sizes = [self.sizes(layer, layer.output_shapes[cj], self.compute_bytes)
+                 for layer, (_, cj) in zip(layers, group)]
+        if any(len(one) != 1 or one[0] is None for one in sizes):
+            return None
+        names = " and ".join(layer.name for layer in layers)
+        found = self.alloc(sum(one[0][0] for one in sizes), sum(one[0][1] for one in sizes),
+                           "live", f"{names} outputs (one merged product)", layers[0].name,
+                           refs=len(group))
+        self.merged_results[key] = found
+        self.merged_first.add((li, ci))
+        return found
+
+    def merged_split_partials(self, layer, li: int, ci: int, input_keys: list,
+                              in_shape) -> Optional[Buffer]:
+        """The split-K partial sums of a merged product (:meth:`merged_result`), as one
+        product of the calls' summed widths, at the call that runs it (the first of them);
+        the others run no product of their own (H100 plan of Dense(512) and
+        Dense(512, relu) on a 256-wide input at batch 256: one 1024-wide product, not
+        split, where each alone splits in four)."""
+        if (li, ci) not in self.merged_first:
+            return None
+        group = self.merged_siblings(li, ci, input_keys[0])
+        units = sum(_units(self.graph.layers[lj]) for lj, _ in group)
+        return self.split_partials(layer, in_shape, backward=False, units=units)
+
     def concatenated_kernels(self, layer, key) -> list:
         """Dense layers that read the same tensor: XLA runs their products as one, over
         their kernels concatenated (written, then read by the merged product) at the first
@@ -1451,7 +1527,7 @@ class Walk(XlaFusion):
             return []
         readers = [self.graph.layers[li] for li, _ in self.consumers.get(key, [])]
         readers = [r for r in readers if r.type == "Dense" and _units(r)]
-        if len(readers) < 2:
+        if len(readers) < 2 or concatenated_in_product([_units(r) for r in readers]):
             return []
         self.kernels_concatenated.add(key)
         size = sum(w.size for r in readers for w in r.weights if len(w.shape) == 2)
@@ -1483,8 +1559,11 @@ class Walk(XlaFusion):
             self.weight_grads[c.layer.name] = self.alloc(
                 0, self.trainable_bytes(c.layer), "gradients",
                 f"{c.layer.name} weight gradients", c.layer.name)
-        per_sample = sum(g.per_sample for g in grads)
-        fixed = sum(g.fixed for g in grads)
+        if concatenated_in_product(widths):  # the product reads the gradients as they are
+            per_sample, fixed = 0, 0
+        else:
+            per_sample = sum(g.per_sample for g in grads)
+            fixed = sum(g.fixed for g in grads)
         shape = call.layer.input_shapes[0] if call.layer.input_shapes else None
         partials = None if self.nchw_float32 else self.split_partials(
             call.layer, shape, backward=False, kernel=True, units=sum(widths))
