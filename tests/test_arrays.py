@@ -579,3 +579,21 @@ def test_an_image_loaded_at_a_target_size():
         "x = preprocess_input(np.expand_dims(image.img_to_array(img), axis=0))\n"
         "preds = model.predict(x)\n", "m.py").models
     assert (graph.setup.mode, graph.setup.batch_size) == ("infer", 1)
+
+
+@pytest.mark.parametrize("expr", ["bool(np.zeros((1,)))", "str(x)", "max(x)", "list(x)",
+                                  "sum(x)", "int(np.ones((1,)))"])
+def test_builtins_over_an_array_are_not_known_from_its_shape(expr):
+    # NumPy's text, truth and elements of an array are its values' (bool(np.zeros((1,)))
+    # is False), which memlint does not hold: a branch on them is not taken either way
+    source = ("import numpy as np\nfrom tensorflow import keras\nx = np.zeros((100, 8))\n"
+              f"model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])\n"
+              f"if {expr}:\n    model.add(keras.layers.Dense(3))\n")
+    layers = models(source)["model"].layers
+    assert len(layers) == 3 and layers[-1].output_shape is None  # the branch's layer: open
+
+
+def test_the_length_of_an_array_is_its_rows():
+    source = ("import numpy as np\nfrom tensorflow import keras\nx = np.zeros((100, 8))\n"
+              "model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(len(x))])\n")
+    assert shapes(models(source)["model"])[-1] == ("Dense", (None, 100))

@@ -806,7 +806,7 @@ def _type_of(value: Any) -> Any:
     return Unknown("type() of a value that is not a plain Python value")
 
 
-_DATA_RECORDS = (Rows, frames.Frame, frames.Indexer, transformers.Transformer)
+_DATA_RECORDS = (Array, Rows, frames.Frame, frames.Indexer, transformers.Transformer)
 
 
 def _builtin(state, name: str, args: list, kwargs: dict):
@@ -814,8 +814,8 @@ def _builtin(state, name: str, args: list, kwargs: dict):
         return Unknown(f"{name}() of a value not known statically")
     if name not in ("len", "isinstance", "type", "print") and any(
             isinstance(a, _DATA_RECORDS) for a in args):
-        # a table, a loop's rows, a transformer: what they hold is not known (their
-        # repr, truth or elements are not the code's)
+        # an array, a table, a loop's rows, a transformer: what they hold is not known
+        # (their repr, truth or elements are not the code's)
         return Unknown(f"{name}() of data not known statically")
     if name in _MATERIALISING:
         size = sum(_iterable_size(a) for a in args)
