@@ -2,35 +2,59 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import datetime
 
 import pytest
 
 import memlint.layers as registry
+from harness import keras_layer_results as stored_answers
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument
-from tests import layer_cases
 from tests.conftest import require_keras, run_oracle
 
-
-def _all_cases() -> list:
-    cases = []
-    for info in sorted(pkgutil.iter_modules(layer_cases.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"tests.layer_cases.{info.name}")
-        for i, case in enumerate(module.CASES):
-            cases.append(pytest.param(case, id=f"{info.name}-{i}-{case['layer']}"))
-    return cases
-
-
-CASES = _all_cases()
+CASES = [pytest.param(case, id=f"{module}-{i}-{case['layer']}")
+         for module, i, case in stored_answers.all_cases()]
 
 
 @pytest.fixture(scope="module")
-def keras_results():
+def keras_answers():
+    """Keras's answer for every case: the stored ones (harness.keras_layer_results), with
+    the cases not stored yet and today's sample of the stored ones built again in Keras;
+    also the sampled cases whose fresh answer differs from the stored one."""
     require_keras()
     specs = [p.values[0] for p in CASES]
-    answer = run_oracle("keras_layers.py", specs)
-    return {id(spec): result for spec, result in zip(specs, answer["results"])}
+    stored = stored_answers.load()
+    build = stored_answers.to_build(specs, stored, datetime.date.today().toordinal())
+    fresh = run_oracle("keras_layers.py", build)["results"] if build else []
+    answers = dict(stored["results"])
+    stale = []
+    for spec, result in zip(build, fresh):
+        key = stored_answers.case_key(spec)
+        if key in answers and not _same_answer(answers[key], result):
+            stale.append(f"{spec}: stored {answers[key]}, Keras now {result}")
+        answers[key] = result
+    return {"by_case": {id(spec): answers[stored_answers.case_key(spec)] for spec in specs},
+            "built": len(build), "stale": stale}
+
+
+def _same_answer(stored: dict, fresh: dict) -> bool:
+    """Equal answers; two refusals are the same answer whatever their messages say."""
+    if "error" in stored or "error" in fresh:
+        return "error" in stored and "error" in fresh
+    return stored == fresh
+
+
+@pytest.fixture(scope="module")
+def keras_results(keras_answers):
+    return keras_answers["by_case"]
+
+
+@pytest.mark.oracle
+def test_stored_answers_are_what_keras_gives_today(keras_answers):
+    """The day's sample of stored answers, built again, is what Keras gives (stale answers
+    fail here: rebuild them with the command below)."""
+    assert keras_answers["built"] > 0
+    assert not keras_answers["stale"], (
+        "\n".join(keras_answers["stale"][:20]) + f"\nrun `{stored_answers.REFRESH}`")
 
 
 def _value(value):
