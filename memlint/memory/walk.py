@@ -1287,7 +1287,10 @@ class Walk(XlaFusion):
         before the weight gradient is made (H100 plan of two 256-filter ReLU convolutions:
         the peak holds the pre-activation and the masked gradient, not the kernel's
         gradient, made after it).  A moment of its own, then the pre-activation goes, and
-        so do the partial sums kept in its place (:meth:`keep_partial_sums`)."""
+        so do the partial sums kept in its place (:meth:`keep_partial_sums`).  Where the
+        output's gradient was never written (a one-unit Dense's outer product) and the
+        output is the kept pre-activation, the select writes the pre-activation's gradient
+        to a buffer of its own, the output's gradient from then on, and the output goes."""
         if self.profile.sign != "xla":
             return []
         early = [h for h in call.holds if isinstance(h[0], Buffer)
@@ -1304,7 +1307,7 @@ class Walk(XlaFusion):
         if not early:
             return []
         made = []
-        out = call.outputs[0]
+        out = call.outputs[0] if call.outputs else None
         if unwritten and out.preactivation:
             # the output's gradient from here on: what the layer's products read
             self.release(out.grad)
