@@ -189,6 +189,7 @@ class Walk(XlaFusion):
         self.kernels_concatenated: set = set()  # tensors whose Dense readers ran merged
         self.merged_results: dict = {}  # a group of merged Dense calls -> its result
         self.merged_first: set = set()  # the calls that run a merged product
+        self.partials_kept: set = set()  # merged groups whose result is their partial sums
         self.trainable_seen = False
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
@@ -1501,12 +1502,43 @@ class Walk(XlaFusion):
         if any(len(one) != 1 or one[0] is None for one in sizes):
             return None
         names = " and ".join(layer.name for layer in layers)
-        found = self.alloc(sum(one[0][0] for one in sizes), sum(one[0][1] for one in sizes),
-                           "live", f"{names} outputs (one merged product)", layers[0].name,
+        per_sample = sum(one[0][0] for one in sizes)
+        fixed = sum(one[0][1] for one in sizes)
+        kept = self.kept_merged_partials(group, layers)
+        label = f"{names} outputs (one merged product)"
+        if kept > per_sample * self.batch + fixed:
+            per_sample, fixed = 0, kept
+            label = f"{names} split-K partial sums (one merged product, kept)"
+            self.partials_kept.add(key)
+        found = self.alloc(per_sample, fixed, "live", label, layers[0].name,
                            refs=len(group))
         self.merged_results[key] = found
         self.merged_first.add((li, ci))
         return found
+
+    def kept_merged_partials(self, group: list, layers: list) -> int:
+        """The bytes of a split merged product's partial sums where XLA keeps them as its
+        result: where every call's output is read only by element-wise calls (sums,
+        activations, normalisations), whose loop fusions sum the partials as they read them,
+        in the forward and again in the backward (H100 plan of three residual blocks of
+        Dense(512) + Dense(512, relu) on one input, added into LayerNormalization, at batch
+        256: each merged product's ``f32[4, 256, 1024]`` kept from its forward to the
+        branch's backward, no sum written; -21.1% with the sums counted).  0 elsewhere."""
+        shape = layers[0].input_shapes[group[0][1]] if layers[0].input_shapes else None
+        if not (self.train and not self.gemm_workspace and not self.nchw_float32
+                and self.compute_bytes in (2, 4) and isinstance(shape, tuple) and shape
+                and all(isinstance(d, int) for d in shape[1:])):
+            return 0  # (Hopper's splits: the A100 splits these products less or not at all)
+
+        def elementwise(reader) -> bool:
+            kind = REGISTRY.get(reader.type)
+            return reader.type in _FUSIBLE or (kind is not None and kind.elementwise)
+
+        if not all(self._all_readers((lj, cj, 0), elementwise) for lj, cj in group):
+            return 0
+        units = sum(_units(layer) for layer in layers)
+        return partial_sum_bytes(self.product_rows(shape), shape[-1], units,
+                                 not self.nchw_float32)
 
     def merged_split_partials(self, layer, li: int, ci: int, input_keys: list,
                               in_shape) -> Optional[Buffer]:
@@ -1515,9 +1547,9 @@ class Walk(XlaFusion):
         the others run no product of their own (H100 plan of Dense(512) and
         Dense(512, relu) on a 256-wide input at batch 256: one 1024-wide product, not
         split, where each alone splits in four)."""
-        if (li, ci) not in self.merged_first:
-            return None
         group = self.merged_siblings(li, ci, input_keys[0])
+        if (li, ci) not in self.merged_first or tuple(group) in self.partials_kept:
+            return None  # (kept partial sums: the result itself)
         units = sum(_units(self.graph.layers[lj]) for lj, _ in group)
         return self.split_partials(layer, in_shape, backward=False, units=units)
 
