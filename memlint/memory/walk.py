@@ -42,7 +42,7 @@ from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
 from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _units, _writes_relu,
-                                       concatenated_in_product)
+                                       concatenated_in_product, loop_fused)
 from memlint.records import record
 
 
@@ -1529,12 +1529,7 @@ class Walk(XlaFusion):
                 and self.compute_bytes in (2, 4) and isinstance(shape, tuple) and shape
                 and all(isinstance(d, int) for d in shape[1:])):
             return 0  # (Hopper's splits: the A100 splits these products less or not at all)
-
-        def elementwise(reader) -> bool:
-            kind = REGISTRY.get(reader.type)
-            return reader.type in _FUSIBLE or (kind is not None and kind.elementwise)
-
-        if not all(self._all_readers((lj, cj, 0), elementwise) for lj, cj in group):
+        if not all(self._all_readers((lj, cj, 0), loop_fused) for lj, cj in group):
             return 0
         units = sum(_units(layer) for layer in layers)
         return partial_sum_bytes(self.product_rows(shape), shape[-1], units,

@@ -124,6 +124,13 @@ def concatenated_in_product(widths: list) -> bool:
     return bool(widths) and all(w and w % NESTED_CONCAT_COLUMNS == 0 for w in widths)
 
 
+def loop_fused(layer) -> bool:
+    """Whether XLA computes a layer's work in an element-wise loop fusion: a normalisation,
+    a sum or merge, or a layer kind that is element-wise."""
+    kind = REGISTRY.get(layer.type)
+    return layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
+
+
 def _units(layer) -> Optional[int]:
     """The output width of a layer's matrix product: its 2-D kernel's last axis."""
     return next((w.shape[-1] for w in layer.weights if len(w.shape) == 2), None)
@@ -457,7 +464,7 @@ class XlaFusion:
         call's slice of it is: T4 and H100 plans of a residual block's Dense(512) shortcut
         and Dense(512, relu) branch on one input (``f32[256,1024]`` alive from the forward
         to the branch's backward, the shortcut's part with it)."""
-        if self.profile.sign != "xla" or key is None:
+        if self.profile.sign != "xla" or key is None or not self._merges_as_dense(li, ci):
             return []
         readers = [(lj, cj) for lj, cj in self.consumers.get(key, [])
                    if self._merges_as_dense(lj, cj)]
@@ -494,9 +501,7 @@ class XlaFusion:
         if not isinstance(shape, (list, tuple)) or not shape or not units or any(
                 not isinstance(d, int) for d in shape[1:]):
             return None
-        rows = self.batch
-        for d in shape[1:-1]:
-            rows *= d
+        rows = self.product_rows(shape)
         return (rows * shape[-1] + shape[-1] * units + rows * units) * self.compute_bytes
 
     def reduced_product(self, layer) -> bool:
@@ -586,9 +591,7 @@ class XlaFusion:
         read (through reshapes and further element-wise calls)."""
         if call in self.merged_calls:
             return True
-        layer = self.graph.layers[call[0]]
-        kind = REGISTRY.get(layer.type)
-        return depth > 0 and (layer.type in _FUSIBLE or (kind is not None and kind.elementwise)) \
+        return depth > 0 and loop_fused(self.graph.layers[call[0]]) \
             and self._all_calls_read(call + (0,), lambda c: self._merged_or_fused_into_one(
                 c, depth - 1))
 
