@@ -2644,3 +2644,25 @@ def test_calls_of_several_batches_are_sized_as_that_many_batches(profile):
     assert parts(got)["input batch"] == parts(at_eight)["input batch"] // 2 == 4 * 8 * 8 * 3 * 4
     assert got.peak + parts(got)["input batch"] == at_eight.peak
     assert got.peak > estimate(graph, **kw).peak
+
+
+def pooled_block(activation: str) -> str:
+    return ("i = keras.Input((64, 64, 16))\n"
+            f"x = L.Conv2D(64, 3, padding='same'{activation})(i)\n"
+            "x = L.MaxPooling2D(3, strides=2, padding='same')(L.BatchNormalization()(x))\n"
+            "x = L.GlobalAveragePooling2D()(L.Conv2D(64, 3, padding='same')(x))\n"
+            "model = keras.Model(i, L.Dense(1)(x))")
+
+
+@pytest.mark.parametrize("activation, cc, plan_peak", [
+    ("", "9.0", 126_429_664), ("", "7.5", 134_818_784),
+    (", activation='relu'", "9.0", 193_538_784), (", activation='relu'", "7.5", 201_927_904)])
+def test_a_normalisation_only_max_poolings_read_is_never_written(activation, cc, plan_peak):
+    """H100 and T4 plans of Conv2D -> BatchNormalization -> MaxPooling2D(3, 2, "same") with
+    Adam at batch 32: the pooling's reduce_window and its backward's window indices
+    normalise the convolution's output as they read it, no normalised map (+26.5% on the
+    H100 with it); over a ReLU the plans copy its broadcast zero for the scatter, a map the
+    normalised one stands in for (exact both ways)."""
+    b = estimate(graph_of(pooled_block(activation), batch=32, optimizer="adam"),
+                 profile=XLA, compute_capability=cc)
+    assert abs(b.peak - plan_peak) / plan_peak <= 0.005
