@@ -81,21 +81,41 @@ def _torch_layout_copy(config, input_shape, saved: list, output_shape=None) -> l
     return instead_of_input(saved, "torch", copies) if copies else saved
 
 
-def _padded(config, input_shape, output_shape):
-    """The input's shape after the explicit padding the torch backend adds where
-    ``"same"`` padding is uneven (None when it adds none or a size is unknown)."""
-    if config["padding"] != "same" or not isinstance(output_shape, tuple):
+def _padding_totals(config, input_shape, output_shape) -> Optional[dict]:
+    """The padding ``"same"`` adds on each spatial axis (axis -> total), or None where it
+    pads nothing or a size is unknown."""
+    if config["padding"] != "same" or not isinstance(output_shape, tuple) \
+            or not isinstance(input_shape, tuple):
         return None
     axes, _ = spatial_axes(len(input_shape) - 2, config["data_format"])
-    shape, uneven = list(input_shape), False
+    totals = {}
     for i, axis in enumerate(axes):
         length, out = input_shape[axis], output_shape[axis]
         if not isinstance(length, int) or not isinstance(out, int):
             return None
-        total = max((out - 1) * config["strides"][i] + config["pool_size"][i] - length, 0)
-        uneven = uneven or total % 2 == 1
-        shape[axis] = length + total
-    return tuple(shape) if uneven else None
+        totals[axis] = max((out - 1) * config["strides"][i] + config["pool_size"][i]
+                           - length, 0)
+    return totals
+
+
+def _padded(config, input_shape, output_shape):
+    """The input's shape after the explicit padding the torch backend adds where
+    ``"same"`` padding is uneven (None when it adds none or a size is unknown)."""
+    totals = _padding_totals(config, input_shape, output_shape)
+    if totals is None or not any(total % 2 == 1 for total in totals.values()):
+        return None
+    return tuple(d + totals[axis] if axis in totals else d
+                 for axis, d in enumerate(input_shape))
+
+
+def pads_before(config, input_shape, output_shape) -> bool:
+    """Whether ``"same"`` padding puts a padding row before some spatial axis (XLA's
+    select-and-scatter of the pooling's backward then scatters into a padded map, sliced
+    after); unknown sizes count as padded."""
+    if config.get("padding") != "same":
+        return False
+    totals = _padding_totals(config, input_shape, output_shape)
+    return totals is None or any(total // 2 > 0 for total in totals.values())
 
 
 def _global_max_saved(self, config, input_shape, output_shape):

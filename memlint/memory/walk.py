@@ -210,6 +210,7 @@ class Walk(XlaFusion):
         # kernel's update ((bytes, layer name)), and how many such copies were made
         self.freed_kernels: list = []
         self.kernel_copies = 0
+        self.zeros_kept: set = set()  # the shapes of the pooling zeros a ReLU writes
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -566,7 +567,8 @@ class Walk(XlaFusion):
 
         # what its backward keeps, resolved against the profile
         specs = []
-        if requires_grad:
+        idempotent = self.idempotent_relu(layer, ins)
+        if requires_grad and not idempotent:
             for s in self.saved_list(layer, kind, in_shape, out_shape, len(ins)):
                 if not _needed(s, trains, needs_dx) or (
                         s.profiles and self.profile.name not in s.profiles):
@@ -640,7 +642,7 @@ class Walk(XlaFusion):
         # the outputs: a view shares its input's buffer; an element-wise layer may write
         # over an input that dies here
         view = layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES and bool(ins) \
-            and not (ins[0].strided and layer.type in _RESHAPES)
+            and not (ins[0].strided and layer.type in _RESHAPES) or idempotent
         reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
                                                      (li, ci, 0))
         # the fusions that read the output apply the function to the pre-activation: the
@@ -725,6 +727,7 @@ class Walk(XlaFusion):
                          kind is not None and kind.elementwise
                          and self.profile.inplace_elementwise))
         call.fused_normalization = bool(recomputed)
+        self.keep_shared_zero(call, out_shape)
         if len(outputs) == 1 and requires_grad and output_label is None \
                 and kept_names & {"sign preactivation", "preactivation"} \
                 and self.select_reads_output(layer, (li, ci, 0)):
@@ -986,6 +989,7 @@ class Walk(XlaFusion):
             return None
         for i, t in enumerate(ins):
             if (t.uses == 1 and t.holds == 0 and i not in kept_inputs and not t.output
+                    and t.buf.refs <= 1  # no view of it alive
                     and t not in self.data and ins.count(t) == 1 and t.storage is None
                     and (t.buf.per_sample, t.buf.fixed) == sizes[0]
                     and (not t.buf.library or self.no_kernel_of_its_own(layer, kind, t,
@@ -1281,6 +1285,22 @@ class Walk(XlaFusion):
             if any(item is kernel_copy for item, _ in holds):
                 self.unhold(kernel_copy)
         self.deferred = []
+
+    def keep_shared_zero(self, call: _Call, out_shape) -> None:
+        """Under XLA, the first ReLU of a shape in :attr:`shared_pool_zeros` writes the
+        pooling's broadcast zero beside its output, kept until its backward."""
+        if len(call.outputs) != 1 or not call.outputs[0].relu \
+                or not call.outputs[0].requires_grad or not isinstance(out_shape, tuple):
+            return
+        shape = tuple(out_shape[1:])
+        if shape not in self.shared_pool_zeros or shape in self.zeros_kept:
+            return
+        self.zeros_kept.add(shape)
+        t = call.outputs[0]
+        buf = self.alloc(t.buf.per_sample, t.buf.fixed, "saved",
+                         f"{call.layer.name} broadcast zero", call.layer.name)
+        buf.holds = 1
+        call.holds.append((buf, False))
 
     def activation_backward(self, call: "_Call") -> None:
         """Under XLA a layer's own activation is differentiated first: the incoming gradient

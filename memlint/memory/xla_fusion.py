@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 from memlint.layers.base import REGISTRY, Saved, activation_need
+from memlint.layers.pooling import pads_before
 from memlint.ir import as_shape_list, shape_size
 from memlint.memory.tensors import SLICES
 
@@ -310,6 +311,15 @@ class XlaFusion:
             key, depth, lambda reader, k: _is_window_pooling(reader, k)
             or products and self.product_reads_fused(reader))
 
+    def idempotent_relu(self, layer, ins: list) -> bool:
+        """Whether a ReLU layer reads a ReLU's output: XLA's simplifier makes ``max(max(x,
+        0), 0)`` the inner one, so the layer writes nothing and keeps nothing, its backward's
+        select fused with the inner one's (keras.io's Xception-style model, whose first
+        block opens with a ReLU over the stem's ReLU: H100 and T4 plans of Conv2D ->
+        BatchNormalization -> ReLU -> ReLU -> Conv2D, no second map and no mask)."""
+        return self.profile.sign == "xla" and len(ins) == 1 and ins[0].relu \
+            and _writes_relu(layer) and not _writes_activation_of_its_own(layer)
+
     def pooled_normalization(self, layer, ins: list, key) -> bool:
         """Whether, in training, a batch normalisation's output is never written because
         only max poolings read it, directly: the pooling's ``reduce_window`` and its
@@ -325,7 +335,7 @@ class XlaFusion:
         and a convolution's output (``functional_two_branch``) the plans write a map of
         that size (-23% without it)."""
         return layer.type == "BatchNormalization" and len(ins) == 1 and ins[0].buf.library \
-            and not ins[0].relu and self._all_readers(
+            and self._all_readers(
                 key, lambda reader: reader.type.startswith("MaxPool"), 1)
 
     def _slice_fusing_reader(self, call: tuple) -> bool:
@@ -665,11 +675,16 @@ class XlaFusion:
         """The layers whose calls read the tensor ``key``."""
         return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
 
-    @cached_property
-    def pool_zeros(self) -> frozenset:
-        """The shapes (batch first) of the inputs a ReLU writes for a max pooling: XLA
-        materialises a broadcast zero of each such shape in the forward pass (the scatter's
-        destination, shared with ``max(x, 0)``)."""
+    def _pooled_shapes(self, relu: bool) -> frozenset:
+        """The shapes (batch first dropped) of max poolings' inputs that a ReLU writes
+        (``relu``), or that a batch normalisation of a convolution's output writes for max
+        poolings alone (not ``relu``: never written, :meth:`pooled_normalization`; only
+        where the scatter works on the input's shape: a ``"same"`` padding before an axis
+        makes it scatter into a padded map, whose zero no ReLU shares)."""
+        def max_pooling(reader, shape) -> bool:
+            return reader.type.startswith("MaxPooling") and (relu or not pads_before(
+                reader.config or {}, shape, (as_shape_list(reader.output_shapes) or [None])[0]))
+
         shapes = set()
         for key in self.consumers:
             if not isinstance(key[0], int):
@@ -677,11 +692,53 @@ class XlaFusion:
             producer = self.graph.layers[key[0]]
             outputs = producer.output_shapes
             shape = outputs[key[1]] if key[1] < len(outputs) else None
-            if _writes_relu(producer) and isinstance(shape, tuple) and all(
-                    d is None or isinstance(d, int) for d in shape) and any(
-                    reader.type.startswith("MaxPooling") for reader in self.readers(key)):
+            if not isinstance(shape, tuple) or not all(
+                    d is None or isinstance(d, int) for d in shape):
+                continue
+            readers = self.readers(key)
+            if relu and _writes_relu(producer) and any(
+                    reader.type.startswith("MaxPooling") for reader in readers) \
+                    or not relu and self._normalises_a_convolution(key) and all(
+                        max_pooling(reader, shape) for reader in readers):
                 shapes.add(tuple(shape[1:]))
         return frozenset(shapes)
+
+    def _normalises_a_convolution(self, key: tuple) -> bool:
+        """Whether the tensor ``key`` is a batch normalisation's output over a
+        convolution's."""
+        layer = self.graph.layers[key[0]]
+        if layer.type != "BatchNormalization":
+            return False
+        ins = self.call_inputs(layer, key[1])
+        return len(ins) == 1 and isinstance(ins[0][0], int) and self.library_output(
+            REGISTRY.get(self.graph.layers[ins[0][0]].type))
+
+    @cached_property
+    def pool_zeros(self) -> frozenset:
+        """The shapes (batch first dropped) of the broadcast zeros XLA materialises in the
+        forward pass for max poolings' scatters, shared with ``max(x, 0)`` (XLA's common
+        subexpression elimination makes one broadcast of each shape): the inputs a ReLU
+        writes for a max pooling, and :attr:`shared_pool_zeros`."""
+        return self._pooled_shapes(relu=True) | self.shared_pool_zeros
+
+    @cached_property
+    def shared_pool_zeros(self) -> frozenset:
+        """The shapes of max poolings' inputs that a batch normalisation writes (never
+        written: :meth:`pooled_normalization`) and a ReLU elsewhere in the model writes
+        too: the ReLU's fusion writes the zero as a second output, its
+        backward's select reads it (no mask), and the scatter works on a copy, so the zero
+        stays from the first such ReLU's forward to its backward (H100 and T4 plans of
+        Conv2D -> BatchNormalization -> ReLU -> Conv2D -> BatchNormalization ->
+        MaxPooling2D and of keras.io's Xception-style blocks: ``f32[32, 90, 90, 256]``
+        from the block's ReLU to its backward)."""
+        if not (self.profile.sign == "xla" and self.train):
+            return frozenset()
+        relu_shapes = set()
+        for layer in self.graph.layers:
+            if _writes_relu(layer):
+                relu_shapes.update(tuple(shape[1:]) for shape in as_shape_list(
+                    layer.output_shapes) if isinstance(shape, tuple))
+        return self._pooled_shapes(relu=False) & frozenset(relu_shapes)
 
     def sign_without_mask(self, layer, ins, out_shape, key: tuple) -> bool:
         """Whether XLA reads a float32 ReLU's sign in the backward off what is kept anyway,
@@ -802,11 +859,14 @@ class XlaFusion:
     def fused_select_and_scatter(self, call: "_Call") -> bool:
         """Under XLA a max pooling whose output gradient is a broadcast (a global average
         pooling's) and whose input no activation function wrote scatters in one fusion,
-        with no window scratch (H100 plans of Conv2D, Conv2D + BatchNormalization or
-        + LayerNormalization, then MaxPooling2D and GlobalAveragePooling2D: exact without
-        it; after a ReLU, tanh, sigmoid or ELU the scratch is there)."""
+        with no window scratch (H100 plans of Conv2D or Conv2D + LayerNormalization, then
+        MaxPooling2D and GlobalAveragePooling2D: exact without it; after a ReLU, tanh,
+        sigmoid or ELU the scratch is there).  Not over a batch normalisation that is never
+        written (:meth:`pooled_normalization`): the scratch is there (Conv2D ->
+        BatchNormalization -> MaxPooling2D -> GlobalAveragePooling2D, H100 and T4: five
+        maps of the pooled size beside the convolution's output)."""
         return self.profile.sign == "xla" and bool(call.inputs) \
-            and not call.inputs[0].activated and any(
+            and not call.inputs[0].activated and call.inputs[0].sources is None and any(
                 t.grad is not None and t.grad.broadcast for t in call.outputs)
 
     def library_output(self, kind) -> bool:
