@@ -191,3 +191,20 @@ def test_rotating_sample_recompiles_to_the_stored_plans(stored):
         print(f"{label}: peak {new['plan']['peak']:,} (stored {old['plan']['peak']:,}), "
               f"compiled in {new.get('compile_s')} s")
     assert not off, "\n".join(off) + note
+
+
+def test_plans_larger_than_the_described_gpu_are_left_out_of_the_figures(stored):
+    """A plan larger than the described GPU's memory is XLA's rematerialised program, not the
+    step memlint walks: it is listed apart, not counted in the figures."""
+    rows = [copy.deepcopy(r) for r in gpu_plan_table.ok_rows(
+        gpu_plan_table.select(stored["rows"], target="t4", part="base"))[:3]]
+    assert len(rows) == 3
+    base = gpu_plan_table.summary(rows)
+    memory = gpu_plan_table._device_memory("t4")
+    assert memory > 10 << 30
+    rows[0]["plan"]["peak"] = memory + 1
+    assert gpu_plan_table.over_the_card(rows[0])
+    assert not gpu_plan_table.over_the_card(rows[1])
+    assert gpu_plan_table.summary(rows)["n"] == base["n"] - 1
+    text = gpu_plan_table.markdown({"meta": stored["meta"], "rows": rows})
+    assert "Left out of the figures" in text and rows[0]["fixture"].split("/")[-1] in text
