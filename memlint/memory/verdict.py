@@ -70,11 +70,14 @@ def known_peak(breakdown: MemoryBreakdown) -> int:
 
 
 def margin_for(breakdown: MemoryBreakdown, budget=None) -> tuple:
-    """(margin, where it comes from): the budget's configured margin, else the profile's."""
+    """(margin, where it comes from): the budget's configured margin, else the profile's
+    (its inference margin outside training, where it has one)."""
     configured = getattr(budget, "margin", None)
     if configured is not None:
         return configured, "configured"
     profile = PROFILES.get(breakdown.profile or "", DEFAULT)
+    if breakdown.mode != "train" and profile.inference_margin is not None:
+        return profile.inference_margin, profile.inference_margin_basis
     return profile.verdict_margin, profile.margin_basis
 
 
