@@ -296,7 +296,7 @@ class XlaFusion:
         if self.train and ins and all(t in self.data for t in ins) and self._all_readers(
                 key, self.product_reads_fused):
             return True
-        if self.train and self.pooled_normalization(layer, ins, key):
+        if self.train and self.pooled_normalization(key):
             return True
         if self.train:
             return self._read_through_elementwise(
@@ -320,23 +320,20 @@ class XlaFusion:
         return self.profile.sign == "xla" and len(ins) == 1 and ins[0].relu \
             and _writes_relu(layer) and not _writes_activation_of_its_own(layer)
 
-    def pooled_normalization(self, layer, ins: list, key) -> bool:
-        """Whether, in training, a batch normalisation's output is never written because
-        only max poolings read it, directly: the pooling's ``reduce_window`` and its
-        backward's window-index fusion both normalise the input as they read it, the input
-        being kept for the normalisation's backward anyway (H100 and T4 plans of Conv2D ->
-        BatchNormalization -> MaxPooling2D and of keras.io's Xception-style blocks,
-        SeparableConv2D -> BatchNormalization -> MaxPooling2D(3, 2, "same"): no
-        normalised map; +26.5% over on the H100 with it).  Where a ReLU wrote the input,
-        the plans copy the ReLU's broadcast zero for the scatter instead, a buffer of the
-        same size the walk does not make: the output stays counted for it there (Conv2D
-        (relu) -> BatchNormalization -> MaxPooling2D, exact both ways on the H100 and T4).
-        Only a convolution's output is taken as the input: over a concatenation of a sum
-        and a convolution's output (``functional_two_branch``) the plans write a map of
-        that size (-23% without it)."""
-        return layer.type == "BatchNormalization" and len(ins) == 1 and ins[0].buf.library \
-            and self._all_readers(
-                key, lambda reader: reader.type.startswith("MaxPool"), 1)
+    def pooled_normalization(self, key: tuple) -> bool:
+        """Whether, in training, the output ``key`` of a batch normalisation of a
+        convolution's output is never written because only max poolings read it, directly:
+        the pooling's ``reduce_window`` and its backward's window-index fusion both normalise
+        the input as they read it, the input being kept for the normalisation's backward
+        anyway (H100 and T4 plans of Conv2D -> BatchNormalization -> MaxPooling2D and of
+        keras.io's Xception-style blocks, SeparableConv2D -> BatchNormalization ->
+        MaxPooling2D(3, 2, "same"): no normalised map; +26.5% over on the H100 with it).
+        Where a ReLU of the map's shape exists, the scatter's zero is its
+        (:attr:`shared_pool_zeros`).  Only a convolution's output is taken as the input:
+        over a concatenation of a sum and a convolution's output
+        (``functional_two_branch``) the plans write a map of that size (-23% without it)."""
+        return self._normalises_a_convolution(key) and self._all_readers(
+            key, lambda reader: reader.type.startswith("MaxPool"), 1)
 
     def _slice_fusing_reader(self, call: tuple) -> bool:
         """A call whose loop fusion computes a slice operand as it reads it: a
@@ -681,9 +678,9 @@ class XlaFusion:
         poolings alone (not ``relu``: never written, :meth:`pooled_normalization`; only
         where the scatter works on the input's shape: a ``"same"`` padding before an axis
         makes it scatter into a padded map, whose zero no ReLU shares)."""
-        def max_pooling(reader, shape) -> bool:
-            return reader.type.startswith("MaxPooling") and (relu or not pads_before(
-                reader.config or {}, shape, (as_shape_list(reader.output_shapes) or [None])[0]))
+        def unpadded(reader, shape) -> bool:
+            return not pads_before(reader.config or {}, shape,
+                                   (as_shape_list(reader.output_shapes) or [None])[0])
 
         shapes = set()
         for key in self.consumers:
@@ -698,14 +695,16 @@ class XlaFusion:
             readers = self.readers(key)
             if relu and _writes_relu(producer) and any(
                     reader.type.startswith("MaxPooling") for reader in readers) \
-                    or not relu and self._normalises_a_convolution(key) and all(
-                        max_pooling(reader, shape) for reader in readers):
+                    or not relu and self.pooled_normalization(key) and all(
+                        unpadded(reader, shape) for reader in readers):
                 shapes.add(tuple(shape[1:]))
         return frozenset(shapes)
 
     def _normalises_a_convolution(self, key: tuple) -> bool:
         """Whether the tensor ``key`` is a batch normalisation's output over a
         convolution's."""
+        if not isinstance(key[0], int):
+            return False
         layer = self.graph.layers[key[0]]
         if layer.type != "BatchNormalization":
             return False
