@@ -80,6 +80,14 @@ def _writes_activation_of_its_own(layer) -> bool:
         and (layer.config or {}).get("activation") not in (None, "linear")
 
 
+def _scatters_in_place(pooling, shape) -> bool:
+    """Whether a max pooling's backward scatters into a map of its input's ``shape``: not
+    where ``"same"`` padding puts a row before an axis (it then scatters into a padded map,
+    sliced after, whose zero no ReLU shares)."""
+    return not pads_before(pooling.config or {}, shape,
+                           (as_shape_list(pooling.output_shapes) or [None])[0])
+
+
 def _dilates_in_a_fusion(layer) -> bool:
     """Whether XLA reads a call's input only in element-wise fusions: a strided transposed
     convolution with one filter convolves a zero-dilated copy of its input, and its kernel's
@@ -672,16 +680,9 @@ class XlaFusion:
         """The layers whose calls read the tensor ``key``."""
         return [self.graph.layers[li] for li, _ in self.consumers.get(key, ())]
 
-    def _pooled_shapes(self, relu: bool) -> frozenset:
-        """The shapes (batch first dropped) of max poolings' inputs that a ReLU writes
-        (``relu``), or that a batch normalisation of a convolution's output writes for max
-        poolings alone (not ``relu``: never written, :meth:`pooled_normalization`; only
-        where the scatter works on the input's shape: a ``"same"`` padding before an axis
-        makes it scatter into a padded map, whose zero no ReLU shares)."""
-        def unpadded(reader, shape) -> bool:
-            return not pads_before(reader.config or {}, shape,
-                                   (as_shape_list(reader.output_shapes) or [None])[0])
-
+    def _pooled_shapes(self, accept) -> frozenset:
+        """The shapes (batch first dropped) of the tensors of known shape that
+        ``accept(producer, key, shape, readers)`` takes."""
         shapes = set()
         for key in self.consumers:
             if not isinstance(key[0], int):
@@ -689,14 +690,9 @@ class XlaFusion:
             producer = self.graph.layers[key[0]]
             outputs = producer.output_shapes
             shape = outputs[key[1]] if key[1] < len(outputs) else None
-            if not isinstance(shape, tuple) or not all(
-                    d is None or isinstance(d, int) for d in shape):
-                continue
-            readers = self.readers(key)
-            if relu and _writes_relu(producer) and any(
-                    reader.type.startswith("MaxPooling") for reader in readers) \
-                    or not relu and self.pooled_normalization(key) and all(
-                        unpadded(reader, shape) for reader in readers):
+            if isinstance(shape, tuple) and all(d is None or isinstance(d, int)
+                                                for d in shape) \
+                    and accept(producer, key, shape, self.readers(key)):
                 shapes.add(tuple(shape[1:]))
         return frozenset(shapes)
 
@@ -718,12 +714,16 @@ class XlaFusion:
         forward pass for max poolings' scatters, shared with ``max(x, 0)`` (XLA's common
         subexpression elimination makes one broadcast of each shape): the inputs a ReLU
         writes for a max pooling, and :attr:`shared_pool_zeros`."""
-        return self._pooled_shapes(relu=True) | self.shared_pool_zeros
+        return self._pooled_shapes(
+            lambda producer, key, shape, readers: _writes_relu(producer) and any(
+                reader.type.startswith("MaxPooling") for reader in readers)) \
+            | self.shared_pool_zeros
 
     @cached_property
     def shared_pool_zeros(self) -> frozenset:
         """The shapes of max poolings' inputs that a batch normalisation writes (never
-        written: :meth:`pooled_normalization`) and a ReLU elsewhere in the model writes
+        written: :meth:`pooled_normalization`; only where the scatter works on the input's
+        shape, :func:`_scatters_in_place`) and a ReLU elsewhere in the model writes
         too: the ReLU's fusion writes the zero as a second output, its
         backward's select reads it (no mask), and the scatter works on a copy, so the zero
         stays from the first such ReLU's forward to its backward (H100 and T4 plans of
@@ -737,7 +737,10 @@ class XlaFusion:
             if _writes_relu(layer):
                 relu_shapes.update(tuple(shape[1:]) for shape in as_shape_list(
                     layer.output_shapes) if isinstance(shape, tuple))
-        return self._pooled_shapes(relu=False) & frozenset(relu_shapes)
+        normalised = self._pooled_shapes(
+            lambda producer, key, shape, readers: self.pooled_normalization(key) and all(
+                _scatters_in_place(reader, shape) for reader in readers))
+        return normalised & frozenset(relu_shapes)
 
     def sign_without_mask(self, layer, ins, out_shape, key: tuple) -> bool:
         """Whether XLA reads a float32 ReLU's sign in the backward off what is kept anyway,
