@@ -145,6 +145,9 @@ class LayerKind:
     # An element-wise layer (an activation, dropout, noise, rescaling): a compiler can write
     # its output over a dying input, and its gradient over its output's gradient.
     elementwise: ClassVar[bool] = False
+    # A forward convolution cuDNN runs as one call: XLA adds a tensor summed with its
+    # result inside that call (a side input), so the sum is written where the result was.
+    takes_side_input: ClassVar[bool] = False
 
     def saved_tensors(self, config: dict, input_shape) -> list:
         """Shapes (batch first) of tensors a call keeps for the backward pass besides its

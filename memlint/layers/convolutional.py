@@ -318,6 +318,8 @@ class _Conv(LayerKind):
 class _PlainConv(_Conv):
     """``ConvND(filters, kernel_size)``: one kernel, optionally grouped, plus a bias."""
 
+    takes_side_input = True
+
     def check_config(self, raw):
         config = super().check_config(raw)
         if raw["lora_rank"] is not None:
@@ -501,6 +503,7 @@ class _SeparableConv(_Conv):
     signature = ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate",
                  "depth_multiplier")
     strides_or_dilation = False
+    takes_side_input = True  # its pointwise convolution
 
     def variables(self, config, channels):
         multiplier = config["depth_multiplier"]

@@ -41,7 +41,7 @@ from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
-from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _units, _writes_relu,
+from memlint.memory.xla_fusion import (_FUSIBLE, _SUMS, XlaFusion, _units, _writes_relu,
                                        concatenated_in_product, loop_fused)
 from memlint.records import record
 
@@ -88,6 +88,11 @@ class Buffer:
     # XLA: a gradient that is a broadcast of another (a global average pooling's input
     # gradient), which the fusion reading it can recompute
     broadcast: bool = False
+    # a buffer that dies with this one (XLA: the sign mask a ReLU's backward writes beside
+    # the gradient of the sum it read)
+    companion: Optional["Buffer"] = None
+    # XLA: a gradient another is added to only where it is read (:meth:`summed_lazily`)
+    summed: bool = False
 
     def at(self, batch: int, round_to: int = 0) -> int:
         size = self.per_sample * batch + self.fixed
@@ -115,6 +120,7 @@ class _Tensor:
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
     centred: bool = False  # a normalisation's output whose centred input is kept
+    normalised_sum: bool = False  # XLA: a sum of a normalisation's never-written output
     recomputable: bool = False  # the call that made it keeps its first input
     sources: Optional[list] = None  # XLA: never written, computed by its reader from these
     storage: Optional[Buffer] = None  # XLA: a slice of this merged product result (shared)
@@ -244,6 +250,7 @@ class Walk(XlaFusion):
             self.linear[0] -= buf.per_sample
             self.linear[1] -= buf.fixed
             self.linear[2] -= 1
+            self.release(buf.companion)
 
     def event(self, phase: str, layer: str) -> None:
         index = self.events
@@ -769,7 +776,12 @@ class Walk(XlaFusion):
             call.holds.append((buf, s.needed_for == "weights"))
             if s.what == "scatter zeros":
                 call.grad_into = buf
-        if self.recomputed_sum(layer, ins, (li, ci, 0)):
+        if outputs and layer.type in _SUMS and not outputs[0].materialized:
+            outputs[0].normalised_sum = any(not t.materialized and t.recomputable
+                                            and t.producer == "BatchNormalization"
+                                            for t in ins)
+        if self.recomputed_sum(layer, ins, (li, ci, 0),
+                               written=bool(outputs) and outputs[0].materialized):
             for t in ins:  # the operands a kernel wrote stay until the sum's backward
                 if t.materialized and t not in self.data:
                     t.holds += 1
@@ -993,7 +1005,8 @@ class Walk(XlaFusion):
                     and t not in self.data and ins.count(t) == 1 and t.storage is None
                     and (t.buf.per_sample, t.buf.fixed) == sizes[0]
                     and (not t.buf.library or self.no_kernel_of_its_own(layer, kind, t,
-                                                                        out_key))):
+                                                                        out_key)
+                         or self.side_input_sum(layer, ins, t))):
                 return t
         return None
 
@@ -1161,11 +1174,16 @@ class Walk(XlaFusion):
         dy = next((t.grad for t in call.outputs if t.grad is not None), None)
         made = False
         for t in call.inputs:
+            if self.summed_lazily(call, t, dy):
+                self.ref(dy)  # alive until the fusion reading t's gradient adds it in
+                t.grad.companion = dy
+                t.grad.summed = True
             if not t.requires_grad or t in self.data or t.grad is not None:
                 continue  # no gradient wanted, or accumulated into the one there is
             if call.passthrough and dy is not None and not (
                     (call.fused_normalization and not dy.broadcast)
-                    or self.over_library_gradient(layer, dy)):
+                    or self.over_library_gradient(layer, dy)
+                    or dy.summed):
                 t.grad = dy
                 self.ref(dy)
                 continue
@@ -1190,6 +1208,7 @@ class Walk(XlaFusion):
             t.grad.broadcast = layer.type in _BROADCAST_BACKWARD
             t.grad.library = self.library_output(REGISTRY.get(layer.type))  # cuDNN's dX
             made = True
+        self.sign_mask(call)
         if made:
             selected = [t for t in call.inputs if t.grad is not None]
             for other, t in self.sibling_selects(call):  # their gradients made at once

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # annotations only: the walk imports this module
     from memlint.memory.walk import _Call, _Tensor
 
 # Layer types XLA fuses into the kernel that reads them: their output is not kept in memory
-# unless something saves it, so a ReLU after them keeps a one-byte mask, not its input.
+# unless something saves it, so a ReLU after them keeps a one-byte mask, not its input (after
+# a sum, not even that: its backward recomputes the sum's sign, ``relu_of_sum``).
 _SUMS = frozenset({"Add", "Subtract", "Average"})
 _ELEMENTWISE_MERGES = _SUMS | {"Multiply", "Maximum", "Minimum"}
 _RESHAPES = frozenset({"Flatten", "Reshape"})
@@ -250,6 +251,19 @@ class XlaFusion:
                 or layer.type == "Activation" and layer.config.get("activation") == "relu"):
             return True
         return out_key is not None and self.fused_into_window_pooling(out_key)
+
+    def side_input_sum(self, layer, ins, t: _Tensor) -> bool:
+        """Whether XLA adds the other operand of a two-operand sum into the convolution that
+        wrote ``t`` (cuDNN's side input), so the sum is written in the convolution's
+        buffer: a forward convolution with no activation of its own (not a depthwise or
+        transposed one, which XLA runs as other cuDNN calls).  A ReLU over the sum then
+        keeps that buffer for its sign, no mask (H100 and T4 plans of
+        Conv2D(relu) -> Conv2D(1) added back, ReLU, Conv2D, the sum also read by a second
+        1x1 convolution: +17.8% -> +0.1% at batch 32; keras.io's U-Net-like segmenter, whose
+        upsampling stages add a 1x1 convolution's output: -13.5% -> -8.3% on the H100)."""
+        producer = REGISTRY.get(t.producer)
+        return self.profile.sign == "xla" and layer.type == "Add" and len(ins) == 2 \
+            and producer is not None and producer.takes_side_input and not t.activated
 
     def fused_into_pooling(self, key, depth: int) -> bool:
         """Whether every reader of the tensor ``key`` is a pooling layer, or an element-wise
@@ -650,15 +664,47 @@ class XlaFusion:
         return self._all_calls_read(key, lambda call: accept(self.graph.layers[call[0]]),
                                     depth)
 
-    def recomputed_sum(self, layer, ins, key: tuple) -> bool:
+    def recomputed_sum(self, layer, ins, key: tuple, written: bool = False) -> bool:
         """Whether XLA fuses a sum into the LayerNormalization that reads it and recomputes it
         there in the backward, so that the sum's operands stay alive until then (H100 plan of
         two Dense outputs added into a LayerNormalization: both ``f32[512, 64]`` products
         alive at its backward; batch normalisation after a residual sum does not, measured
-        on a wide ResNet)."""
+        on a wide ResNet), or into a float32 ReLU that reads the sum unless a convolution
+        wrote it (``written``, :meth:`side_input_sum`; :meth:`relu_of_sum`)."""
         if self.profile.sign != "xla" or layer.type not in _SUMS or not self.train:
             return False
-        return any(reader.type == "LayerNormalization" for reader in self.readers(key))
+        return any(reader.type == "LayerNormalization" or (
+            not written and self.relu_of_sum(reader)) for reader in self.readers(key))
+
+    def sign_mask(self, call: "_Call") -> None:
+        """A float32 ReLU over a sum of a never-written batch normalisation: XLA's backward
+        writes the sign as a one-byte mask beside the sum's gradient, and keeps it as long
+        as that gradient, which the other operands' gradients are read from (H100 and T4
+        plans of Conv2D(relu) -> Conv2D -> BatchNormalization added back, ReLU, Conv2D at
+        batch 32: ``pred[32, 64, 64, 32]`` from the normalisation's backward to the first
+        convolution's; -3.9% without it)."""
+        if not (call.inputs and call.inputs[0].normalised_sum and call.inputs[0].grad
+                is not None and self.relu_of_sum(call.layer)):
+            return
+        t = call.inputs[0]
+        mask = self.alloc(t.buf.per_sample // 4, t.buf.fixed // 4, "grad",
+                          f"{call.layer.name} sign mask", call.layer.name)
+        if t.grad.companion is None:
+            t.grad.companion = mask
+        else:
+            self.release(mask)
+
+    def relu_of_sum(self, reader) -> bool:
+        """Whether ``reader`` is a float32 ReLU layer (``max(x, 0)``, no slope or cap) whose
+        backward recomputes the sign of a sum it reads from the sum's operands, keeping no
+        mask from the forward (H100 and T4 plans of a sum of a ReLU convolution's output and
+        a depthwise or transposed convolution's, read by a ReLU, at batch 32: the second
+        operand alive until the ReLU's backward, no mask; -12.5% with the mask; the fixtures'
+        ResNets, whose blocks end in a ReLU over a sum of batch normalisations, +5% -> +1.5%
+        at batch 32 on the H100 and the T4)."""
+        kind = REGISTRY.get(reader.type)
+        return self.compute_bytes == 4 and kind is not None and kind.elementwise \
+            and _writes_relu(reader)
 
     def read_by_convolutions(self, layer) -> bool:
         """Whether ``layer``'s outputs are read, and only by convolutions, directly or
@@ -744,7 +790,8 @@ class XlaFusion:
 
     def sign_without_mask(self, layer, ins, out_shape, key: tuple) -> bool:
         """Whether XLA reads a float32 ReLU's sign in the backward off what is kept anyway,
-        keeping no mask: the ReLU is ``max(x, 0)`` over a batch normalisation's output (which
+        keeping no mask: the ReLU reads a sum no convolution wrote (:meth:`relu_of_sum`), or
+        it is ``max(x, 0)`` over a batch normalisation's output (which
         the backward recomputes from the normalisation's kept input and statistics), and
         either the normalisation keeps its centred input (the sign is read off it: H100
         plans of ResNets and a wide ResNet at batch 4, +13.3% -> +9.0%), or a max pooling's
@@ -758,6 +805,10 @@ class XlaFusion:
         the ReLU's output feeds a sum or an average, the plans of those targets keep values
         memlint does not (a fractal network's joins on the A100: -8.8% without the masks),
         so the masks are still counted there."""
+        if self.profile.sign == "xla" and self.train and bool(ins) \
+                and ins[0].producer in _SUMS and not ins[0].materialized \
+                and self.relu_of_sum(layer):
+            return True
         if not (self.profile.sign == "xla" and self.train and self.compute_bytes == 4
                 and bool(ins) and ins[0].producer == "BatchNormalization"
                 and ins[0].recomputable and _writes_relu(layer)
@@ -870,6 +921,18 @@ class XlaFusion:
         return self.profile.sign == "xla" and bool(call.inputs) \
             and not call.inputs[0].activated and call.inputs[0].sources is None and any(
                 t.grad is not None and t.grad.broadcast for t in call.outputs)
+
+    def summed_lazily(self, call: "_Call", t: "_Tensor", dy) -> bool:
+        """Whether XLA keeps the cuDNN input gradient ``dy`` that a view or element-wise
+        call hands on to ``t``, whose gradient another path has made already, and adds the
+        two only in the fusion that reads ``t``'s gradient, which writes a buffer of its own
+        (H100 and T4 plans of Conv2D -> ReLU -> ReLU -> Conv2D added back into the first
+        ReLU's output, into GlobalAveragePooling2D, at batch 32: the first ReLU's backward
+        select reads the pooling's broadcast gradient and the second convolution's input
+        gradient and writes a third map beside them; -23.1% summed in place)."""
+        return self.profile.sign == "xla" and call.passthrough and dy is not None \
+            and dy.library and t.grad is not None and dy is not t.grad \
+            and t.requires_grad and t not in self.data and t.grad.companion is None
 
     def library_output(self, kind) -> bool:
         """Whether XLA writes the call's output as a library call's (a convolution: a cuDNN
