@@ -120,7 +120,7 @@ class _Tensor:
     strided: bool = False  # not contiguous in its layout: a reshape of it copies
     wide: bool = True  # bfloat16 before Ampere: stored in float32 (a product wrote it)
     centred: bool = False  # a normalisation's output whose centred input is kept
-    normalised_sum: bool = False  # XLA: a sum of a normalisation's never-written output
+    normalised_sum: bool = False  # XLA: a float32 sum of a normalisation's unwritten output
     recomputable: bool = False  # the call that made it keeps its first input
     sources: Optional[list] = None  # XLA: never written, computed by its reader from these
     storage: Optional[Buffer] = None  # XLA: a slice of this merged product result (shared)
@@ -777,9 +777,9 @@ class Walk(XlaFusion):
             if s.what == "scatter zeros":
                 call.grad_into = buf
         if outputs and layer.type in _SUMS and not outputs[0].materialized:
-            outputs[0].normalised_sum = any(not t.materialized and t.recomputable
-                                            and t.producer == "BatchNormalization"
-                                            for t in ins)
+            outputs[0].normalised_sum = self.compute_bytes == 4 and any(
+                not t.materialized and t.recomputable and t.producer == "BatchNormalization"
+                for t in ins)
         if self.recomputed_sum(layer, ins, (li, ci, 0),
                                written=bool(outputs) and outputs[0].materialized):
             for t in ins:  # the operands a kernel wrote stay until the sum's backward

@@ -64,6 +64,12 @@ def _writes_relu(layer) -> bool:
     return config.get("activation") == "relu"
 
 
+def _relu_layer(layer) -> bool:
+    """A ReLU layer (``ReLU()``, ``Activation("relu")``): ``max(x, 0)`` as a call of its own."""
+    kind = REGISTRY.get(layer.type)
+    return kind is not None and kind.elementwise and _writes_relu(layer)
+
+
 def _is_window_pooling(layer, kind) -> bool:
     """A max or average pooling over windows (not a global one)."""
     return kind is not None and kind.family == "pooling" \
@@ -260,7 +266,7 @@ class XlaFusion:
         keeps that buffer for its sign, no mask (H100 and T4 plans of
         Conv2D(relu) -> Conv2D(1) added back, ReLU, Conv2D, the sum also read by a second
         1x1 convolution: +17.8% -> +0.1% at batch 32; keras.io's U-Net-like segmenter, whose
-        upsampling stages add a 1x1 convolution's output: -13.5% -> -8.3% on the H100)."""
+        upsampling stages add a 1x1 convolution's output: -13.5% -> -9.6% on the H100)."""
         producer = REGISTRY.get(t.producer)
         return self.profile.sign == "xla" and layer.type == "Add" and len(ins) == 2 \
             and producer is not None and producer.takes_side_input and not t.activated
@@ -684,7 +690,7 @@ class XlaFusion:
         batch 32: ``pred[32, 64, 64, 32]`` from the normalisation's backward to the first
         convolution's; -3.9% without it)."""
         if not (call.inputs and call.inputs[0].normalised_sum and call.inputs[0].grad
-                is not None and self.relu_of_sum(call.layer)):
+                is not None and _relu_layer(call.layer)):
             return
         t = call.inputs[0]
         mask = self.alloc(t.buf.per_sample // 4, t.buf.fixed // 4, "grad",
@@ -702,9 +708,7 @@ class XlaFusion:
         operand alive until the ReLU's backward, no mask; -12.5% with the mask; the fixtures'
         ResNets, whose blocks end in a ReLU over a sum of batch normalisations, +5% -> +1.5%
         at batch 32 on the H100 and the T4)."""
-        kind = REGISTRY.get(reader.type)
-        return self.compute_bytes == 4 and kind is not None and kind.elementwise \
-            and _writes_relu(reader)
+        return self.compute_bytes == 4 and _relu_layer(reader)
 
     def read_by_convolutions(self, layer) -> bool:
         """Whether ``layer``'s outputs are read, and only by convolutions, directly or
