@@ -705,7 +705,7 @@ class XlaFusion:
         backward recomputes the sign of a sum it reads from the sum's operands, keeping no
         mask from the forward (H100 and T4 plans of a sum of a ReLU convolution's output and
         a depthwise or transposed convolution's, read by a ReLU, at batch 32: the second
-        operand alive until the ReLU's backward, no mask; -12.5% with the mask; the fixtures'
+        operand alive until the ReLU's backward, no mask; -12.4% with the mask; the fixtures'
         ResNets, whose blocks end in a ReLU over a sum of batch normalisations, +5% -> +1.5%
         at batch 32 on the H100 and the T4)."""
         return self.compute_bytes == 4 and _relu_layer(reader)
