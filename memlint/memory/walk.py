@@ -41,7 +41,7 @@ from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
-from memlint.memory.xla_fusion import (_FUSIBLE, _SUMS, XlaFusion, _units, _writes_relu,
+from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _units, _writes_relu,
                                        concatenated_in_product, loop_fused)
 from memlint.records import record
 
@@ -776,10 +776,8 @@ class Walk(XlaFusion):
             call.holds.append((buf, s.needed_for == "weights"))
             if s.what == "scatter zeros":
                 call.grad_into = buf
-        if outputs and layer.type in _SUMS and not outputs[0].materialized:
-            outputs[0].normalised_sum = self.compute_bytes == 4 and any(
-                not t.materialized and t.recomputable and t.producer == "BatchNormalization"
-                for t in ins)
+        if outputs:
+            outputs[0].normalised_sum = self.sums_a_normalisation(layer, ins, outputs[0])
         if self.recomputed_sum(layer, ins, (li, ci, 0),
                                written=bool(outputs) and outputs[0].materialized):
             for t in ins:  # the operands a kernel wrote stay until the sum's backward

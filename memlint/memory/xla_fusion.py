@@ -682,6 +682,14 @@ class XlaFusion:
         return any(reader.type == "LayerNormalization" or (
             not written and self.relu_of_sum(reader)) for reader in self.readers(key))
 
+    def sums_a_normalisation(self, layer, ins, out: "_Tensor") -> bool:
+        """Whether ``out`` is a float32 sum XLA never writes of a batch normalisation's
+        never-written output (a ReLU over it writes its sign in the backward,
+        :meth:`sign_mask`)."""
+        return layer.type in _SUMS and not out.materialized and self.compute_bytes == 4 \
+            and any(not t.materialized and t.recomputable
+                    and t.producer == "BatchNormalization" for t in ins)
+
     def sign_mask(self, call: "_Call") -> None:
         """A float32 ReLU over a sum of a never-written batch normalisation: XLA's backward
         writes the sign as a one-byte mask beside the sum's gradient, and keeps it as long
@@ -689,16 +697,12 @@ class XlaFusion:
         plans of Conv2D(relu) -> Conv2D -> BatchNormalization added back, ReLU, Conv2D at
         batch 32: ``pred[32, 64, 64, 32]`` from the normalisation's backward to the first
         convolution's; -3.9% without it)."""
-        if not (call.inputs and call.inputs[0].normalised_sum and call.inputs[0].grad
-                is not None and _relu_layer(call.layer)):
+        t = call.inputs[0] if call.inputs else None
+        if t is None or not t.normalised_sum or t.grad is None or t.grad.companion is not None \
+                or not _relu_layer(call.layer):
             return
-        t = call.inputs[0]
-        mask = self.alloc(t.buf.per_sample // 4, t.buf.fixed // 4, "grad",
-                          f"{call.layer.name} sign mask", call.layer.name)
-        if t.grad.companion is None:
-            t.grad.companion = mask
-        else:
-            self.release(mask)
+        t.grad.companion = self.alloc(t.buf.per_sample // 4, t.buf.fixed // 4, "grad",
+                                      f"{call.layer.name} sign mask", call.layer.name)
 
     def relu_of_sum(self, reader) -> bool:
         """Whether ``reader`` is a float32 ReLU layer (``max(x, 0)``, no slope or cap) whose
