@@ -55,6 +55,16 @@ def _keeps_input_for_kernel(layer) -> bool:
     return layer.type == "Dense" or (kind is not None and kind.family == "convolutional")
 
 
+def _recomputes_its_input_in_backward(layer, max_too: bool) -> bool:
+    """Whether a call keeps nothing of a normalised ReLU's output that its backward would
+    not recompute anyway: a convolution or Dense product (it keeps the output for its
+    kernel's gradient), a global average pooling, and where ``max_too`` a global max
+    pooling (their backward's fusion recomputes the input from the normalisation's kept
+    input and statistics)."""
+    return _keeps_input_for_kernel(layer) or layer.type.startswith("GlobalAveragePool") \
+        or max_too and _is_global_max_pooling(layer)
+
+
 def _writes_relu(layer) -> bool:
     """Whether a call's output is ``max(x, 0)``: a plain ReLU layer, ``Activation('relu')``
     or a layer's ``activation="relu"`` (no slope, cap or threshold)."""
@@ -809,10 +819,16 @@ class XlaFusion:
         float32 convolutions are NCHW (before Hopper), only convolutions and Dense products
         read the ReLU's output, which they keep for their kernel's gradient (T4 and A100
         plans of such blocks into Conv2D: no mask, the comparison recomputed in the
-        backward's fusions; a wide ResNet on the T4 +10.4% -> +1.5% at batch 32).  Where
-        the ReLU's output feeds a sum or an average, the plans of those targets keep values
-        memlint does not (a fractal network's joins on the A100: -8.8% without the masks),
-        so the masks are still counted there."""
+        backward's fusions; a wide ResNet on the T4 +10.4% -> +1.5% at batch 32), or global
+        average poolings, or on the T4 global max poolings, whose backward's fusion
+        recomputes the ReLU from the normalisation (T4 plans of Conv1D -> BatchNormalization
+        -> ReLU -> GlobalMaxPooling1D over 128 to 2,048 steps of 32 to 256 channels at batch
+        32: 15 of 15 with no mask, memlint 8-11% over with it; A100 plans: 4 of 15 write the
+        pooling's comparison as a one-byte mask, which memlint does not place, so the ReLU's
+        mask is still counted there; into GlobalAveragePooling1D 6 of 6 with no mask).
+        Where the ReLU's output feeds a sum or an average of layers, the plans of those
+        targets keep values memlint does not (a fractal network's joins on the A100: -8.8%
+        without the masks), so the masks are still counted there."""
         if self.profile.sign == "xla" and self.train and bool(ins) \
                 and ins[0].producer in _SUMS and not ins[0].materialized \
                 and self.relu_of_sum(layer):
@@ -823,7 +839,8 @@ class XlaFusion:
                 and isinstance(out_shape, tuple)):
             return False
         return tuple(out_shape[1:]) in self.pool_zeros or ins[0].centred or (
-            self.nchw_update and self._all_readers(key, _keeps_input_for_kernel))
+            self.nchw_update and self._all_readers(key, lambda reader: (
+                _recomputes_its_input_in_backward(reader, bool(self.gemm_workspace)))))
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
