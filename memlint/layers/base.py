@@ -148,6 +148,9 @@ class LayerKind:
     # A forward convolution cuDNN runs as one call: XLA adds a tensor summed with its
     # result inside that call (a side input), so the sum is written where the result was.
     takes_side_input: ClassVar[bool] = False
+    # A dropout: its input gradient is the output gradient times the keep mask it saved,
+    # element-wise work XLA computes inside the fusion that reads it.
+    masks_gradient: ClassVar[bool] = False
 
     def saved_tensors(self, config: dict, input_shape) -> list:
         """Shapes (batch first) of tensors a call keeps for the backward pass besides its

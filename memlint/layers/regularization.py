@@ -57,6 +57,7 @@ class Dropout(LayerKind):
 
     name = "Dropout"
     family = "regularization"
+    masks_gradient = True
 
     def configure(self, args: Args) -> dict:
         return {"rate": _rate(args), "noise_shape": _noise_shape(args)}
@@ -82,6 +83,7 @@ class _SpatialDropout(LayerKind):
     """
 
     family = "regularization"
+    masks_gradient = True
     rank = 0
     has_data_format = True
     _REJECTED = ("trainable", "noise_shape", "activity_regularizer", "autocast")

@@ -48,6 +48,13 @@ GEMM_LAYERS = frozenset({
     "TimeDistributed", "LocallyConnected1D", "LocallyConnected2D", "Gemm", "MatMul"})
 
 
+def _masks_gradient(layer) -> bool:
+    """Whether a call's input gradient is its output gradient times a kept mask (a
+    dropout's, :attr:`LayerKind.masks_gradient`)."""
+    kind = REGISTRY.get(layer.type)
+    return kind is not None and kind.masks_gradient
+
+
 def _keeps_input_for_kernel(layer) -> bool:
     """Whether ``layer`` is a convolution or a Dense product, which keeps its input until its
     kernel's gradient is made."""
@@ -708,11 +715,11 @@ class XlaFusion:
         batch 32: ``pred[32, 64, 64, 32]`` from the normalisation's backward to the first
         convolution's; -3.9% without it)."""
         t = call.inputs[0] if call.inputs else None
-        if t is None or not t.normalised_sum or t.grad is None or t.grad.companion is not None \
+        if t is None or not t.normalised_sum or t.grad is None or t.grad.companions \
                 or not _relu_layer(call.layer):
             return
-        t.grad.companion = self.alloc(t.buf.per_sample // 4, t.buf.fixed // 4, "grad",
-                                      f"{call.layer.name} sign mask", call.layer.name)
+        t.grad.companions = (self.alloc(t.buf.per_sample // 4, t.buf.fixed // 4, "grad",
+                                        f"{call.layer.name} sign mask", call.layer.name),)
 
     def relu_of_sum(self, reader) -> bool:
         """Whether ``reader`` is a float32 ReLU layer (``max(x, 0)``, no slope or cap) whose
@@ -724,21 +731,25 @@ class XlaFusion:
         at batch 32 on the H100 and the T4)."""
         return self.compute_bytes == 4 and _relu_layer(reader)
 
-    def read_by_convolutions(self, layer) -> bool:
-        """Whether ``layer``'s outputs are read, and only by convolutions, directly or
-        through zero padding (cuDNN calls whose input gradients the layer's backward
-        reads)."""
+    def table_made_at_backward(self, layer) -> bool:
+        """Whether XLA makes an embedding's zero table at the embedding's backward: its
+        outputs are read, and only by convolutions, directly or through zero padding (cuDNN
+        calls whose input gradients the layer's backward reads), or by dropouts (the
+        scatter applies their masks as it reads their output gradients: H100 and T4 plans of
+        an Embedding(20000, 128) -> Dropout into Conv1D, an LSTM, a global average pooling
+        or a Flatten -> Dense, at batch 32: every table made right before its scatter)."""
         li = self.by_name.get(layer.name)
         keys = [key for key in self.consumers if key[0] == li]
 
-        def convolutions(key) -> bool:
+        def late(key) -> bool:
             readers = self.consumers.get(key, ())
             return bool(readers) and all(
-                self.library_output(REGISTRY.get(self.graph.layers[r].type)) or (
+                self.library_output(REGISTRY.get(self.graph.layers[r].type))
+                or _masks_gradient(self.graph.layers[r]) or (
                     self.graph.layers[r].type.startswith("ZeroPadding")
-                    and convolutions((r, c, 0))) for r, c in readers)
+                    and late((r, c, 0))) for r, c in readers)
 
-        return bool(keys) and all(convolutions(key) for key in keys)
+        return bool(keys) and all(late(key) for key in keys)
 
     def readers(self, key: tuple) -> list:
         """The layers whose calls read the tensor ``key``."""
@@ -957,7 +968,22 @@ class XlaFusion:
         gradient and writes a third map beside them; -23.1% summed in place)."""
         return self.profile.sign == "xla" and call.passthrough and dy is not None \
             and dy.library and t.grad is not None and dy is not t.grad \
-            and t.requires_grad and t not in self.data and t.grad.companion is None
+            and t.requires_grad and t not in self.data and not t.grad.companions
+
+    def added_where_read(self, layer, t: "_Tensor") -> bool:
+        """Whether XLA keeps the cuDNN input gradient a convolution ``layer`` makes for
+        ``t``, whose gradient another reader has made already, until the fusion that reads
+        ``t``'s gradient, which adds them (H100 and T4 plans of a Conv1D(relu) read by three
+        Conv1D branches at batch 32: the three input gradients beside each other until the
+        ReLU's select, which writes a fourth, -5.3% summed in place; keras.io-style text
+        CNNs of three kernel sizes over a dropout of an embedding: until the scatter).
+        Where float32 convolutions are NCHW, only for a convolution's output: the gradient
+        of anything else is transposed back to the model's layout as the gradients are
+        summed (T4 plans of the text CNNs: one summed map before the scatter)."""
+        return self.profile.sign == "xla" and self.train and t.grad is not None \
+            and t.requires_grad and t not in self.data \
+            and self.library_output(REGISTRY.get(layer.type)) \
+            and (t.buf.library or not self.nchw_update)
 
     def library_output(self, kind) -> bool:
         """Whether XLA writes the call's output as a library call's (a convolution: a cuDNN
