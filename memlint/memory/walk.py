@@ -588,9 +588,10 @@ class Walk(XlaFusion):
                     if self.sign_without_mask(layer, ins, out_shape, (li, ci, 0)):
                         continue
                     s = self.resolve_sign(ins, out_shape)
-                elif s.what == "scatter zeros" and not (
+                elif s.what == "scatter zeros" and (not (
                         self.profile.sign == "xla" and ins and ins[0].relu
-                        and self.pending.get(input_keys[0], 0) <= 1):
+                        and self.pending.get(input_keys[0], 0) <= 1)
+                        or self.zero_kept_elsewhere(in_shape)):
                     continue
                 elif s.what == "time-major input" and ins and ins[0].time_major:
                     if s.when != "saved":
@@ -1322,6 +1323,12 @@ class Walk(XlaFusion):
             if any(item is kernel_copy for item, _ in holds):
                 self.unhold(kernel_copy)
         self.deferred = []
+
+    def zero_kept_elsewhere(self, in_shape) -> bool:
+        """Whether a max pooling's scatter zeros are the broadcast zero a ReLU of the same
+        shape keeps (:meth:`keep_shared_zero`): the scatter then works on a copy made at the
+        pooling's backward, its input's gradient."""
+        return isinstance(in_shape, tuple) and tuple(in_shape[1:]) in self.shared_pool_zeros
 
     def keep_shared_zero(self, call: _Call, out_shape) -> None:
         """Under XLA, the first ReLU of a shape in :attr:`shared_pool_zeros` writes the

@@ -48,6 +48,14 @@ GEMM_LAYERS = frozenset({
     "TimeDistributed", "LocallyConnected1D", "LocallyConnected2D", "Gemm", "MatMul"})
 
 
+def _linear_side_input(layer) -> bool:
+    """Whether a layer is a convolution cuDNN adds a sum's other operand into (its side
+    input, :attr:`LayerKind.takes_side_input`) with no activation of its own."""
+    kind = REGISTRY.get(layer.type)
+    return kind is not None and kind.takes_side_input \
+        and not _writes_activation_of_its_own(layer)
+
+
 def _masks_gradient(layer) -> bool:
     """Whether a call's input gradient is its output gradient times a kept mask (a
     dropout's, :attr:`LayerKind.masks_gradient`)."""
@@ -343,6 +351,8 @@ class XlaFusion:
             return True
         if self.train and self.pooled_normalization(key):
             return True
+        if self.train and self.relu_of_written_sum_into_max_pooling(key):
+            return True
         if self.train:
             return self._read_through_elementwise(
                 key, depth, lambda reader, k: _is_global_max_pooling(reader)
@@ -405,6 +415,26 @@ class XlaFusion:
         AveragePooling2D, no second buffer; +22.5% with one)."""
         return not self.train and self.profile.sign == "xla" and self._all_readers(
             key, lambda reader: _is_window_pooling(reader, REGISTRY.get(reader.type)), 1)
+
+    def relu_of_written_sum_into_max_pooling(self, key: tuple) -> bool:
+        """Whether the tensor ``key`` is a ReLU over a two-operand sum one of whose operands
+        is a linear convolution's output (cuDNN's side input, :meth:`side_input_sum`: the sum
+        is written in that convolution's buffer and kept for the ReLU's sign), read only by
+        max poolings: their forward reduction applies the ReLU as it reads the sum, so the
+        ReLU's output is never written (H100 and T4 plans of Conv1D residual blocks into
+        MaxPool1D, keras.io's speaker-recognition network: no buffer of the ReLU's in the
+        forward).  Static: the graph's calls, not the walk's tensors."""
+        if not isinstance(key[0], int) or not _writes_relu(self.graph.layers[key[0]]):
+            return False
+        ins = self.call_inputs(self.graph.layers[key[0]], key[1])
+        if len(ins) != 1 or not isinstance(ins[0][0], int):
+            return False
+        total = self.graph.layers[ins[0][0]]
+        operands = self.call_inputs(total, ins[0][1])
+        return total.type == "Add" and len(operands) == 2 and any(
+            isinstance(o[0], int) and _linear_side_input(self.graph.layers[o[0]])
+            for o in operands) and self._all_readers(
+                key, lambda reader: reader.type.startswith("MaxPool"))
 
     def fused_into_window_pooling(self, key, depth: int = 8) -> bool:
         """:meth:`fused_into_pooling` for window poolings (max or average) only."""
@@ -812,10 +842,12 @@ class XlaFusion:
             if _writes_relu(layer):
                 relu_shapes.update(tuple(shape[1:]) for shape in as_shape_list(
                     layer.output_shapes) if isinstance(shape, tuple))
-        normalised = self._pooled_shapes(
-            lambda producer, key, shape, readers: self.pooled_normalization(key) and all(
+        unwritten = self._pooled_shapes(
+            lambda producer, key, shape, readers: (
+                self.pooled_normalization(key)
+                or self.relu_of_written_sum_into_max_pooling(key)) and all(
                 _scatters_in_place(reader, shape) for reader in readers))
-        return normalised & frozenset(relu_shapes)
+        return unwritten & frozenset(relu_shapes)
 
     def sign_without_mask(self, layer, ins, out_shape, key: tuple) -> bool:
         """Whether XLA reads a float32 ReLU's sign in the backward off what is kept anyway,
