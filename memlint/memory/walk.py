@@ -91,7 +91,8 @@ class Buffer:
     # buffers that die with this one (XLA: the sign mask a ReLU's backward writes beside
     # the gradient of the sum it read; what a fusion reading this gradient computes it from)
     companions: tuple = ()
-    # XLA: a gradient another is added to only where it is read (:meth:`summed_lazily`)
+    # XLA: a gradient others are added to only where it is read (:meth:`summed_lazily`,
+    # :meth:`added_where_read`): the fusion reading it writes a buffer of its own
     summed: bool = False
 
     def at(self, batch: int, round_to: int = 0) -> int:
@@ -1191,6 +1192,7 @@ class Walk(XlaFusion):
                                    f"gradient of {name}'s input", name)
                 extra.library = True
                 t.grad.companions += (extra,)
+                t.grad.summed = True
                 continue
             if not t.requires_grad or t in self.data or t.grad is not None:
                 continue  # no gradient wanted, or accumulated into the one there is
@@ -1379,7 +1381,7 @@ class Walk(XlaFusion):
             out.grad = self.alloc(out.buf.per_sample, out.buf.fixed, "grad",
                                   f"gradient of {call.layer.name}'s pre-activation",
                                   call.layer.name)
-        elif dy is not None and (call.select_reads_output or dy.companions):
+        elif dy is not None and (call.select_reads_output or dy.summed):
             made.append(self.alloc(dy.per_sample, dy.fixed, "grad",
                                    f"gradient of {call.layer.name}'s pre-activation",
                                    call.layer.name))
