@@ -132,6 +132,20 @@ def test_convolutions_keep_a_layout_copy_and_a_kernel_copy_under_torch():
     assert not any(w == "input" for w, *_ in under(entries, "torch"))
 
 
+def test_a_one_axis_convolution_of_a_convolutions_result_copies_nothing_under_torch():
+    """Keras's torch backend convolves over one axis the input permuted to channels-first and
+    permutes the result back as a view, which a ReLU keeps the strides of: the next Conv1D
+    finds it contiguous once permuted, so autograd keeps the ReLU's output and no copy for
+    that convolution (the torch-step oracle's traces: `speaker_residual_conv1d` at batch 32
+    +23.5% -> +7.3%, `separable_conv1d_keyword_spotting` +10.9% -> -0.1%,
+    `audio_autoencoder_1d` +29.0% -> +16.1% with the copies dropped)."""
+    body = ("model = keras.Sequential([keras.Input((400, 8)), L.Conv1D(16, 3), L.ReLU(), "
+            "L.Conv1D(16, 3), L.ReLU(), L.GlobalAveragePooling1D(), L.Dense(2)])")
+    b = estimate(graph_of(body, batch=32, optimizer="sgd"), profile=TORCH)
+    second = moment(b, "forward", "conv1d_1") - moment(b, "forward", "re_lu")
+    assert second == 2 * 32 * 396 * 16 * F32  # its output and unbiased product, no copy
+
+
 def test_transposed_convolutions_have_no_xla_scratch_under_torch():
     entries = saved("Conv2DTranspose", (8, 3), {"strides": 2, "padding": "same"},
                     (None, 16, 16, 4))

@@ -131,6 +131,9 @@ class _Tensor:
     # an Embedding's output, or a dropout's of one: XLA computes its gradient inside the
     # scatter that writes the table's gradient
     scattered: bool = False
+    # torch: channels-last data whose memory is channels-first (a one-axis convolution's
+    # output permuted back, and element-wise results of such)
+    channels_first_memory: bool = False
 
 
 @record
@@ -607,6 +610,9 @@ class Walk(XlaFusion):
                     s = Saved("output", needed_for=s.needed_for)
                 elif s.what == "float32 input" and self.compute_bytes == 4:
                     s = Saved("input", needed_for=s.needed_for)  # no cast: the input
+                elif s.what == "layout copy" and ins and ins[0].channels_first_memory \
+                        and getattr(kind, "rank", 0) == 1:
+                    s = Saved("input", needed_for=s.needed_for)  # contiguous as permuted
                 elif s.what == "location mask" and not self.location_mask_written(
                         in_shape, out_shape):
                     continue
@@ -726,6 +732,7 @@ class Walk(XlaFusion):
             t.time_major = self.time_major_output(layer, kind, ins)
             t.scattered = layer.type == "Embedding" or bool(
                 kind is not None and kind.masks_gradient and ins and ins[0].scattered)
+            t.channels_first_memory = self.channels_first_memory(layer, kind, ins, in_shape)
             shapes = as_shape_list(out_shape)
             t.shape = tuple(shapes[k]) if k < len(shapes) and shapes[k] is not None else None
             t.uses = t.readers = self.pending.get((li, ci, k), 0)
@@ -1781,6 +1788,21 @@ class Walk(XlaFusion):
         item.holds -= 1
         item.buf.holds -= 1
         self.maybe_free(item)
+
+    def channels_first_memory(self, layer, kind, ins, in_shape) -> bool:
+        """Whether a call's output, channels-last data, lies channels-first in memory under
+        torch: Keras's torch backend convolves over one axis the input permuted to
+        channels-first and permutes the result back as a view, and element-wise calls keep
+        their inputs' strides, so a Conv1D reading such a tensor finds it contiguous once
+        permuted and copies nothing (torch steps of keras.io-style Conv1D residual stages:
+        autograd keeps the ReLUs' outputs and no copy per convolution)."""
+        if self.profile.name != "torch" or kind is None:
+            return False
+        if kind.family == "convolutional":
+            return (layer.config or {}).get("data_format") != "channels_first" \
+                and isinstance(in_shape, tuple) and len(in_shape) == 3
+        elementwise = kind.elementwise or layer.type in _FUSIBLE
+        return bool(elementwise and ins and all(t.channels_first_memory for t in ins))
 
     def read_by_fusion(self, grad: Buffer, call: "_Call", dy: Optional[Buffer]) -> None:
         """Keep what a call's backward reads (its output gradient ``dy`` and the buffers it
