@@ -262,6 +262,9 @@ class ModelGraph:
     # Keras builds it at fit time); its layers carry the fed shapes for the memory model,
     # while ``layers`` keep Keras's own shapes (None where Keras shows None)
     sized: Optional["ModelGraph"] = None
+    # why the sizes the data (or --input-shape) gives could not be carried through the
+    # model, when they could not: the estimate then has the unknown sizes it had without
+    unsized_because: str = ""
     # the layers the memory model's opened graph took from inside models used as layers
     # (memlint.memory.nesting): a tensor of theirs that nothing reads is not a model output
     opened_inner: tuple = ()  # (a tuple: the result cache stores graphs as JSON)

@@ -469,6 +469,63 @@ def test_espcn_pipeline_sizes_an_open_model_with_a_sub_pixel_output():
     assert result.breakdowns[0].batch_known and not result.breakdowns[0].unknown_activations
 
 
+# keras.io's ESPCN in Keras 3: the sub-pixel step is a layer class of the file whose call()
+# does arithmetic on ops.shape() of its open input
+PIXEL_SHUFFLE = textwrap.dedent("""\
+    from keras import ops
+    class Shuffle(layers.Layer):
+        def call(self, x):
+            n, h, w, c = ops.shape(x)
+            x = ops.reshape(x, [n, h, w, 3, 3, c // 9])
+            x = ops.transpose(x, [0, 1, 3, 2, 4, 5])
+            return ops.reshape(x, [n, h * 3, w * 3, c // 9])
+    inputs = keras.Input((None, None, 1))
+    x = layers.Conv2D(9, 3, padding="same")(layers.Conv2D(16, 3, padding="same")(inputs))
+    model = keras.Model(inputs, Shuffle()(x))
+    model.compile(optimizer="adam", loss="mse")
+    """)
+
+
+def test_a_layer_class_on_open_sizes_is_traced_again_on_the_sizes_the_data_gives():
+    source = HEAD + PIXEL_SHUFFLE + textwrap.dedent("""\
+        low = np.zeros((64, 100, 100, 1), "float32")
+        ds = tf.data.Dataset.from_tensor_slices((low, np.zeros((64, 300, 300, 1)))).batch(8)
+        model.fit(ds)
+        """)
+    result = analyze_text(source, "espcn3.py", Settings(gpu="1GiB"))
+    (graph,), (breakdown,) = result.models, result.breakdowns
+    # Keras's own shape: its stand-in for the open sizes leaves h * 3 open
+    assert graph.layers[-1].output_shape == (None, None, None, 1)
+    assert graph.layers[-1].unresolved is None and graph.layers[-1].params == 0
+    assert graph.for_memory().layers[-1].output_shape == (None, 300, 300, 1)
+    assert breakdown.batch_known and not breakdown.unknown_activations
+    assert not [d for d in result.diagnostics if d.code in ("MEM005", "MEM900")], \
+        [(d.code, d.message) for d in result.diagnostics]
+
+
+def test_input_shape_sizes_a_layer_class_on_open_sizes():
+    source = HEAD + PIXEL_SHUFFLE + "model.fit(x, y, batch_size=8)\n"
+    report = analyze_text(source, "espcn3.py", Settings(input_shape=(40, 50, 1)))
+    assert report.models[0].for_memory().layers[-1].output_shape == (None, 120, 150, 1)
+    assert report.breakdowns[0].unknown_activations == []
+    assert report.models[0].setup.data_source == "from --input-shape"
+
+
+def test_sizes_that_cannot_be_carried_through_say_why_and_are_not_asked_for_again():
+    from memlint.memory.verdict import sizing_flags
+
+    source = HEAD + PIXEL_SHUFFLE + "model.fit(x, y, batch_size=8)\n"
+    report = analyze_text(source, "espcn3.py", Settings(input_shape=(40, 50, 3)))
+    (graph,), (breakdown,) = report.models, report.breakdowns
+    assert breakdown.unknown_activations and graph.sized is None
+    notes = [d.message for d in report.diagnostics if d.code == "MEM900"]
+    assert any("--input-shape" in n and "(None, 40, 50, 3) does not match the model input "
+               "(None, None, None, 1)" in n for n in notes), notes
+    unknown = next(d.message for d in report.diagnostics if d.code == "MEM005")
+    assert "the sizes --input-shape gives are not carried through" in unknown
+    assert "Pass --input-shape" not in unknown and sizing_flags(graph, breakdown) == []
+
+
 # Keras 3's fit takes a torch DataLoader on the torch backend
 TORCH_DATA = textwrap.dedent("""\
     import torch

@@ -307,6 +307,18 @@ def test_reshapes_that_keep_or_merge_samples_are_sized():
     assert operation_shape("keras.ops.tile", [X, (1, 2, 1)], {})[1] == (None, 8, 6)
 
 
+def test_reshapes_to_sizes_known_only_at_run_time_leave_them_open_as_keras_does():
+    # ops.reshape(x, [n, h, w, 3, 3, c // 9]) with n, h, w from ops.shape() of an open
+    # input: Keras's output keeps those axes open (None is not -1); two -1s stay refused
+    open_maps = Tensor((None, None, None, 9))
+    assert operation_shape("keras.ops.reshape", [open_maps, (None, None, None, 3, 3, 1)],
+                           {})[1] == (None, None, None, 3, 3, 1)
+    assert operation_shape("keras.ops.reshape", [open_maps, (None, None, -1)],
+                           {})[1] == (None, None, None)
+    with pytest.raises(UnresolvedArgument, match="more than one dimension is inferred"):
+        operation_shape("keras.ops.reshape", [open_maps, (None, -1, -1)], {})
+
+
 def test_reshapes_that_move_rows_between_the_batch_axis_and_the_others():
     from memlint.frontends.keras.batches import regrouped
     from memlint.frontends.keras.values import Batches

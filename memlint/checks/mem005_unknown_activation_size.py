@@ -107,7 +107,7 @@ class UnknownActivationSize(Rule):
 
 def _layer_causes(graph, unknown) -> list:
     """Why the layers' sizes are unknown: their own reasons, or the open input dimensions."""
-    causes = []
+    causes = [graph.unsized_because] if getattr(graph, "unsized_because", "") else []
     first_by_reason: dict = {}  # each distinct reason with the first layer that gives it
     for layer in unknown:
         if layer.unresolved and layer.unresolved not in first_by_reason:

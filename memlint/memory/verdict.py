@@ -164,7 +164,7 @@ def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
     ``--input NAME=...`` (several) with placeholders for the unknown input dimensions,
     ``--batch-size`` when the batch size is unknown."""
     flags = []
-    if breakdown.unknown_activations:
+    if breakdown.unknown_activations and not getattr(graph, "unsized_because", ""):
         sized = memory_graph(graph)
         hints = [h for h in map(input_shape_hint, sized.input_shapes) if h]
         if len(hints) == 1 and len(sized.input_shapes) == 1:

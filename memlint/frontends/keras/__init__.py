@@ -30,6 +30,7 @@ from memlint.frontends.keras.setup import apply_strategy, training_setup
 from memlint.frontends.keras.source_limits import MAX_TOKENS, measure
 from memlint.frontends.keras.state import FileState
 from memlint.ir import Location
+from memlint.layers.base import UnresolvedArgument
 from memlint.records import record
 
 
@@ -243,7 +244,18 @@ def _model_graph(state: FileState, model, input_shape):
         # --input-shape sizes what the model leaves open, as data would (a Sequential
         # takes it as its input outright)
         fed = [tuple(input_shape[1:])]
-    graph.sized = sized_graph(model, graph, fed)
+    try:
+        graph.sized = sized_graph(model, graph, fed)
+    except UnresolvedArgument as exc:
+        given = "--input-shape" if input_shape is not None else "the data"
+        graph.unsized_because = f"the sizes {given} gives are not carried through: " \
+                                f"{exc.reason}"
+        state.note_unresolved(model.location, f"model '{graph.name}' on the sizes {given} "
+                              "gives", exc.reason)
+    if input_shape is not None and graph.sized is not None:
+        fed_by = graph.setup.data_source  # the sizes are --input-shape's, not the data's
+        graph.setup.data_source = "from --input-shape" + (f"; the data: {fed_by}"
+                                                           if fed_by else "")
     graph.unresolved = [u for u in state.unresolved]
     return graph
 

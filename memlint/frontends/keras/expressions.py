@@ -323,6 +323,9 @@ class ExpressionEvaluator:
             self.state.note_budget(self.location(node), "the analysed code builds very large "
                                    "lists or strings; they are not evaluated")
             return Unknown("sequence too large to evaluate")
+        if left is None or right is None:  # ``h * 3`` with h from ops.shape() of an open axis
+            return Unknown("arithmetic on None, a size known only when the data arrives "
+                           "(an open axis of a tensor)")
         try:
             result = op(left, right)
         except Exception:

@@ -17,7 +17,7 @@ from memlint.frontends.keras.order import functional_order
 from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
                                             SequentialModel, Tensor, TensorOp)
 from memlint.ir import LayerNode, ModelGraph, ModelNode
-from memlint.layers.base import LayerError, UnresolvedArgument
+from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
 
 def to_graph(state, model, input_override: Optional[tuple] = None) -> ModelGraph:
@@ -150,11 +150,13 @@ def _unique(pairs: list) -> list:
 def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Optional[ModelGraph]:
     """``graph`` with the input dimensions it leaves open (``Input((None, None, 3))``) taken
     from the data it is fed, every layer's output re-derived on them as Keras does when the
-    first batch arrives; None when the data fixes nothing more (or does not match)."""
+    first batch arrives; None when the data fixes nothing more.  Raises
+    :class:`UnresolvedArgument` (with the reason) when the sizes cannot be carried through
+    the model."""
     merged = _fed_inputs(graph.input_shapes, data_shapes)
     if merged is None or not isinstance(model, (SequentialModel, FunctionalModel)):
         return None
-    ops = graph.operations
+    ops, retraced = graph.operations, {}
     try:
         if isinstance(model, SequentialModel):
             if len(graph.layers) != len(model.layers):
@@ -171,7 +173,7 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
                      if not isinstance(layer, TensorOp)]
             if len(order) != len(graph.layers):
                 return None
-            computed = rerun_functional(model, merged)
+            computed = rerun_functional(model, merged, retraced=retraced)
             outputs = [[computed.get((id(layer), i), layer.calls[i].output_shape)
                         for i in indices] for layer, indices in order]
             inputs = [[inbound_shapes(layer.calls[i], computed) for i in indices]
@@ -179,12 +181,21 @@ def sized_graph(model, graph: ModelGraph, data_shapes: Optional[list]) -> Option
             ops = _operations(functional_order(model.inputs, model.outputs), graph,
                               lambda op, i: computed.get((id(op), i),
                                                          op.calls[i].output_shape))
-    except (LayerError, UnresolvedArgument):
-        return None
-    layers = [_sized_node(node, layer, indices, ins, outs) if node.unresolved is None
+    except LayerError as exc:
+        raise UnresolvedArgument("inputs", str(exc)) from None
+    layers = [_retraced_node(node, layer, indices, retraced)
+              if any((id(layer), i) in retraced for i in indices)
+              else _sized_node(node, layer, indices, ins, outs) if node.unresolved is None
               else node for node, (layer, indices), ins, outs
               in zip(graph.layers, order, inputs, outputs)]
     return replace(graph, layers=layers, input_shapes=merged, sized=None, operations=ops)
+
+
+def _retraced_node(node: LayerNode, layer, indices: list, retraced: dict) -> LayerNode:
+    """``node``, a layer class's, built from its calls traced again on the data's sizes
+    (what it makes inside as well as its output), wired as before."""
+    return replace(_node(layer, [retraced.get((id(layer), i), i) for i in indices]),
+                   inbound=node.inbound)
 
 
 def _sized_node(node: LayerNode, layer, indices: list, inputs: list,
@@ -250,7 +261,8 @@ def completed_data_shapes(declared: list, data_shapes: Optional[list]) -> Option
 
 def _fed_inputs(declared: list, data_shapes: Optional[list]) -> Optional[list]:
     """The model's input shapes with their open dimensions filled from the data's element
-    shapes; None when nothing is filled or a known dimension disagrees."""
+    shapes; None when nothing is filled.  Raises :class:`UnresolvedArgument` where a known
+    dimension disagrees (Keras would refuse the data)."""
     if not declared or not data_shapes or len(declared) != len(data_shapes):
         return None
     merged, changed = [], False
@@ -260,7 +272,8 @@ def _fed_inputs(declared: list, data_shapes: Optional[list]) -> Optional[list]:
         dims = [shape[0]]
         for mine, theirs in zip(shape[1:], fed):
             if mine is not None and theirs is not None and mine != theirs:
-                return None
+                raise UnresolvedArgument("inputs", f"{format_shape((None, *fed))} does not "
+                                         f"match the model input {format_shape(shape)}")
             dims.append(mine if mine is not None else theirs)
         changed |= tuple(dims) != tuple(shape)
         merged.append(tuple(dims))

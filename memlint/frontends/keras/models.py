@@ -54,6 +54,9 @@ class CallRecord:
     # how many batches its tensors hold along the first axis (a discriminator run on real
     # and generated images joined: 2; frontends/keras/batches.py)
     batches: int = 1
+    # a traced call(): how call() received its inputs, (dict keys, spread) as
+    # :class:`~memlint.frontends.keras.classes.ClassLayer` holds them while it runs
+    form: tuple = (None, None)
 
 
 # ---------------------------------------------------------------------- creation
@@ -509,6 +512,7 @@ def _apply_model(state, layer: ModelLayer, shapes, loc: Location, parents: list,
 def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list) -> Any:
     """A Layer / Model subclass of the file called as a layer: ``call`` traced on ``shapes``."""
     interp = layer.obj.interp
+    marks = (len(state.diagnostics), len(state.unresolved), layer.error)
     interp.tracing = getattr(interp, "tracing", 0) + 1
     outer = getattr(state, "trace_collector", None)
     state.trace_collector = []  # tensors made inside: kept for backward like a model's
@@ -534,6 +538,12 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
         inner, state.call_collector = state.call_collector, outer_calls
         (op_made, read, records), (state.trace_made, state.trace_read, state.trace_records) \
             = (state.trace_made, state.trace_read, state.trace_records), outer_ops
+    if out is None and _open_sizes(shapes):
+        out = _stand_in_output(state, layer, shapes, parents)
+        if out is not None:  # Keras's shape on open sizes: what the code noted is moot
+            del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
+            layer.error = marks[2]
+            made, inner, op_made, state.returned_by = [], [], {}, []
     # an operation's output is kept only when a backward reads it; the layer's own output
     # is counted as its output (an operation's dropped here, a layer call's by its shape);
     # one on a tensor of several batches (a VQ-VAE's distances to every code, per position)
@@ -553,12 +563,84 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
     returned, state.returned_by = state.returned_by, []
     layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else [],
                                   inner if out is not None else [], free,
-                                  returned if out is not None else []))
+                                  returned if out is not None else [],
+                                  form=(layer.input_keys, layer.spread)))
     _note_call(state, layer)
     if out is None:
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
                       reason=f"output of {layer.type} '{layer.name}' not known statically")
     return output_tensors(layer, len(layer.calls) - 1)
+
+
+# Keras gives a call() on open sizes (``Input((None, None, 1))``) a stand-in for them (its
+# JAX backend one symbolic size for every open axis; earlier versions two numbers) and
+# leaves open each output axis that depends on it
+_STAND_INS = (83, 89)
+
+
+def _open_sizes(shapes: Any) -> bool:
+    """Whether an input shape leaves an axis other than the batch open."""
+    listed = shapes if isinstance(shapes, list) else [shapes]
+    return any(isinstance(s, tuple) and None in s[1:] for s in listed)
+
+
+def _stand_in_output(state, layer, shapes: Any, parents: list) -> Any:
+    """The output shape(s) of a layer class's call() whose trace on open sizes found no
+    output (``h * 3`` with ``h`` open): traced on two stand-in sizes for every open axis,
+    batch included, the output axes that agree; None when a trace gives nothing."""
+    def filled(shape, size):
+        return tuple(size if d is None else d for d in shape) if isinstance(shape, tuple) \
+            else shape
+    outs = []
+    collectors = (getattr(state, "trace_collector", None),
+                  getattr(state, "call_collector", None))
+    state.trace_collector = state.call_collector = None  # nothing of it is the model's
+    try:
+        for size in _STAND_INS:
+            given = [filled(s, size) for s in shapes] if isinstance(shapes, list) \
+                else filled(shapes, size)
+            try:
+                index = retrace(layer, CallRecord(given, None, parents, form=(
+                    layer.input_keys, layer.spread)), given)
+            except LayerError:
+                return None
+            if index is None:
+                return None
+            outs.append(layer.calls.pop(index).output_shape)
+    finally:
+        state.trace_collector, state.call_collector = collectors
+    first, second = (as_shape_list(o) for o in outs)
+    if len(first) != len(second) or any(len(a) != len(b) for a, b in zip(first, second)):
+        return None
+    merged = [tuple(x if x == y else None for x, y in zip(a, b))
+              for a, b in zip(first, second)]
+    return merged if isinstance(outs[0], list) else merged[0]
+
+
+def retrace(layer, record: CallRecord, shapes: Any) -> Optional[int]:
+    """A layer class's call() traced again, quietly, as ``record``'s call on new input
+    ``shapes`` (the sizes data gives an ``Input((None, None, 1))``): the index of the new
+    call in ``layer.calls``, None when the trace gives no output.  Nothing it notes is
+    reported (the first trace reported what the code leaves open), but what Keras would
+    refuse on these shapes raises :class:`LayerError`."""
+    for index, done in enumerate(layer.calls):  # traced on these shapes already
+        if done.input_shapes == shapes and done.parents == record.parents \
+                and done.form == record.form and done.output_shape is not None:
+            return index
+    state = layer.obj.interp.state
+    marks = (len(state.diagnostics), len(state.unresolved))
+    state.quiet += 1
+    form, (layer.input_keys, layer.spread) = (layer.input_keys, layer.spread), record.form
+    try:
+        _apply_class(state, layer, shapes, layer.location, record.parents, [])
+    finally:
+        state.quiet -= 1
+        layer.input_keys, layer.spread = form
+        refused = [d.message for d in state.diagnostics[marks[0]:] if d.code == "MEM901"]
+        del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
+    if refused:
+        raise LayerError(f"layer '{layer.name}' on {format_shape(shapes)}: {refused[0]}")
+    return len(layer.calls) - 1 if layer.calls[-1].output_shape is not None else None
 
 
 def _of_batches(shape: Any, count: int) -> Any:

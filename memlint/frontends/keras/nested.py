@@ -67,17 +67,21 @@ def nested_output(model, shapes, depth: int = 0) -> Any:
     return outs if len(outs) > 1 else outs[0]
 
 
-def rerun_functional(model, given: list, depth: int = 0) -> dict:
+def rerun_functional(model, given: list, depth: int = 0,
+                     retraced: Optional[dict] = None) -> dict:
     """The output shape of every call inside functional ``model`` run on ``given``:
-    {(id(layer), call index): output shape}, each call after those that feed it."""
+    {(id(layer), call index): output shape}, each call after those that feed it.  A layer
+    class's call() is traced again on its new inputs; ``retraced`` gets {(id(layer), call
+    index): index of the new call}."""
     computed: dict = {}
+    retraced = {} if retraced is None else retraced
     for tensor, shape in zip(model.inputs, given):
         if tensor.producer:
             computed[(id(tensor.producer[0]), tensor.producer[1])] = tuple(shape)
     for layer, index in functional_nodes(model.inputs, model.outputs):
         key = (id(layer), index)
         if key not in computed and layer.type != "InputLayer":
-            computed[key] = _rerun_call(layer, layer.calls[index], computed, depth)
+            computed[key] = _rerun_call(layer, index, computed, depth, retraced)
     return computed
 
 
@@ -114,8 +118,10 @@ def _input_parents(record) -> Optional[list]:
     return parents
 
 
-def _rerun_call(layer, record, computed: dict, depth: int) -> Any:
-    """One recorded call of ``layer`` on the re-derived shapes of its inbound tensors."""
+def _rerun_call(layer, index: int, computed: dict, depth: int, retraced: dict) -> Any:
+    """Call ``index`` of ``layer`` on the re-derived shapes of its inbound tensors (a layer
+    class's new call noted in ``retraced``)."""
+    record = layer.calls[index]
     if [_shape_of(p, computed) for p in record.parents] == \
             [_shape_of(p, {}) for p in record.parents]:
         return record.output_shape  # nothing it reads changed
@@ -123,10 +129,19 @@ def _rerun_call(layer, record, computed: dict, depth: int) -> Any:
         return _rerun_operation(record.input_shapes,
                                 [_shape_of(p, computed) for p in record.parents])
     parents = _input_parents(record)
-    if parents is None or not isinstance(layer, (ModelLayer, LayerRef)):
+    traced = getattr(layer, "obj", None) is not None and not record.free  # a ClassLayer
+    if parents is None or not (traced or isinstance(layer, (ModelLayer, LayerRef))):
         raise UnresolvedArgument("inputs", f"layer '{layer.name}' cannot be re-run on the "
                                            "new input shape")
     shapes = inbound_shapes(record, computed)
+    if traced:
+        from memlint.frontends.keras.models import retrace
+        new = retrace(layer, record, shapes)
+        if new is None:
+            raise UnresolvedArgument("inputs", f"the call() of layer '{layer.name}' gives "
+                                               "no output on the new input shape")
+        retraced[(id(layer), index)] = new
+        return layer.calls[new].output_shape
     if isinstance(layer, ModelLayer):
         return nested_output(layer.model, shapes, depth + 1)
     out = registry.call(layer.instance, shapes)[0]

@@ -243,8 +243,12 @@ def _reshape(args, kwargs):
     if dims.count(-1) > 1:
         if dims[0] == -1 and dims[1:].count(-1) == 1 and shape and shape[0] is None:
             dims[0] = None  # (batch, ..., -1): the batch stays the batch
-        else:
+        elif list(target).count(-1) > 1:
             raise UnresolvedArgument("newshape", "more than one dimension is inferred")
+        else:
+            # sizes known only at run time (ops.shape() of a tensor's open axes): open in
+            # the output too, as Keras leaves them; the batch stays the batch
+            return tuple(None if d == -1 else d for d in dims)
     total = math.prod(d for d in shape if d is not None) if None not in shape[1:] else None
     known = math.prod(d for d in dims if d not in (-1, None))
     if -1 in dims:
