@@ -54,6 +54,7 @@ STATED = {
     "keras_text_dataset_vectorize.py": ("model", "fit", 32, [[500]]),
     "keras_timeseries_dataset.py": ("model", "fit", 128, [[120, 7]]),
     # a dict of inputs in keras.tree.flatten order (sorted keys): body, tags, title
+    "super_resolution_sub_pixel_layer.py": ("model", "fit", 8, [[100, 100, 1]]),
     "tfdata_dict_multi_input.py": ("model", "fit", 64, [[100], [12], [10]]),
     "tfdata_from_generator_padded_batch.py": ("model", "fit", 32, [[200]]),
     "tfdata_from_generator_signature.py": ("model", "fit", 48, [[28, 28, 1]]),
