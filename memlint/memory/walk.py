@@ -42,7 +42,7 @@ from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
 from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _masks_gradient, _units, _writes_relu,
-                                       concatenated_in_product, loop_fused)
+                                       concatenated_in_product, loop_fused, resizes_by_products)
 from memlint.records import record
 
 
@@ -1508,7 +1508,17 @@ class Walk(XlaFusion):
         cuBLAS rather than to fused Triton kernels: compute capability below 8)."""
         if not self.cublas_product(layer):
             return None
-        return self.alloc(0, self.gemm_workspace, "scratch", "cuBLAS workspace", layer.name)
+        size = self.gemm_workspace
+        if resizes_by_products(layer) and layer.output_shapes:
+            # held while the last axis's product is made beside the first axis's (the
+            # output over the last axis's factor), before the output of the product's size
+            # is written: it adds what the two exceed the output by (T4 plans of bilinear
+            # UpSampling2D, 3 MiB to 64 MiB outputs)
+            out = self.shape_size(layer.output_shapes[0], 4, True)
+            out = out[0] * self.batch + out[1] if out else 0
+            factor = (layer.config or {}).get("size") or (1, 1)
+            size = max(0, size + out // max(factor[-1], 1) - out)
+        return self.alloc(0, size, "scratch", "cuBLAS workspace", layer.name)
 
     def keep_partial_sums(self, call: "_Call", in_shape, out_size: tuple,
                           partials: Buffer, key: tuple) -> Buffer:

@@ -8,6 +8,7 @@ mixin of :class:`memlint.memory.walk.Walk`, which allocates and frees what they 
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
@@ -183,6 +184,13 @@ def _known_input_shape(layer) -> Optional[tuple]:
     if isinstance(shape, tuple) and shape and all(isinstance(d, int) for d in shape[1:]):
         return shape
     return None
+
+
+def resizes_by_products(layer) -> bool:
+    """An UpSampling2D that interpolates (not ``"nearest"``): XLA resizes with a matrix
+    product per spatial axis (:meth:`UpSampling2D.saved`)."""
+    return layer.type == "UpSampling2D" and (layer.config or {}).get("interpolation") != \
+        "nearest"
 
 
 def _not_a_gemm(rows: int, contracting: int, columns: int) -> bool:
@@ -1034,6 +1042,15 @@ class XlaFusion:
         product XLA reduces itself."""
         if not self.gemm_workspace:
             return False
+        if resizes_by_products(layer):  # the last axis's product is the largest
+            shape = layer.output_shapes[0] if layer.output_shapes else None
+            inner = layer.input_shapes[0] if layer.input_shapes else None
+            if not isinstance(shape, tuple) or not isinstance(inner, tuple) or len(shape) != 4 \
+                    or not all(isinstance(d, int) for d in shape[1:] + inner[1:]):
+                return True
+            w = 3 if (layer.config or {}).get("data_format") == "channels_first" else 2
+            rows = self.batch * math.prod(shape[1:]) // shape[w]
+            return not _not_a_gemm(rows, inner[w], shape[w])
         nested = REGISTRY.get(layer.type) is None and any(
             len(w.shape) == 2 for w in layer.weights)  # a model used as a layer, with Dense
         if layer.type not in GEMM_LAYERS and not nested:
