@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script (the child) as well as with -m
@@ -235,6 +236,18 @@ def kernels(compiled) -> tuple:
     return counts, sum(int(n) for n in _CONV_SCRATCH.findall(text))
 
 
+def rematerialised(compiled) -> Optional[int]:
+    """How many instructions XLA's rematerialisation recomputed (``.remat`` in their names):
+    it does so when the step's plan would not fit the described GPU's memory, and the plan
+    is then of another program than the step (None when the HLO cannot be read)."""
+    try:
+        text = compiled.as_text()
+    except Exception:  # noqa: BLE001 - only a description
+        return None
+    return len(set(_REMAT.findall(text)))
+
+
+_REMAT = re.compile(r"%([\w.-]*\.remat[\w.-]*) = ")
 _CUSTOM_CALL_LINE = re.compile(r"= (.+?) custom-call\([^\n]*custom_call_target=\"([^\"]+)\"")
 _LAYOUT = re.compile(r"\{[^{}]*\}")
 
@@ -359,6 +372,7 @@ def _run_job(job: dict, meshes: dict):
                     dump, "train_step" if config["mode"] == "train" else "predict_step")
             out["plan"] = plan
             out["kernels"], out["conv_scratch"] = kernels(compiled)
+            out["rematerialised"] = rematerialised(compiled)
             if config["target"] == DEVICE:  # what the GPU's libraries were given
                 out["library_calls"] = library_calls(compiled)
         except Exception as exc:  # noqa: BLE001
@@ -614,7 +628,8 @@ def fill(rows: list, jobs: list, members: dict, results: dict) -> None:
             row["keras_source"] = job["file"]
             row["source_sha"] = source_sha(row["fixture"])
             for key in ("optimizer", "optimizer_options", "dtype_policy", "loss_scale",
-                        "plan", "compile_s", "kernels", "conv_scratch", "error"):
+                        "plan", "compile_s", "kernels", "conv_scratch", "rematerialised",
+                        "error"):
                 if key in result:
                     row[key] = result[key]
 
@@ -743,7 +758,8 @@ _ROW_ORDER = ("part", "target", "fixture", "model", "keras_source", "source_sha"
               "batch", "mode",
               "optimizer_key", "optimizer", "optimizer_options", "precision_requested",
               "dtype_policy", "loss_scale", "plan", "compile_s", "kernels", "conv_scratch",
-              "memlint", "relative_error", BASELINE_KEY, "cpu_plan", "error", "memlint_error")
+              "rematerialised", "memlint", "relative_error", BASELINE_KEY, "cpu_plan", "error",
+              "memlint_error")
 
 
 def _ordered(row: dict) -> dict:

@@ -52,12 +52,13 @@ def _device_memory(target: str) -> int:
 
 
 def over_the_card(row: dict) -> bool:
-    """Whether XLA's plan is larger than the described GPU's memory: XLA then rematerialises
-    values toward the limit (a plan of another program than the step memlint walks), and
-    the step fits on that GPU neither way.  Such rows are left out of the figures and
-    listed apart."""
+    """Whether XLA's plan is larger than the described GPU's memory, or rematerialised
+    toward it (``rematerialised``: values recomputed to fit): a plan of another program than
+    the step memlint walks, which fits on that GPU only that way or not at all.  Such rows
+    are left out of the figures and listed apart."""
     size = _device_memory(row["target"])
-    return bool(size) and "plan" in row and row["plan"]["peak"] > size
+    return "plan" in row and (bool(row.get("rematerialised")) or (
+        bool(size) and row["plan"]["peak"] > size))
 
 
 def ok_rows(rows: list, key: str = CURRENT) -> list:
@@ -291,12 +292,15 @@ def markdown(data: dict, key: str = CURRENT) -> str:
     if over:
         out.append("")
         out.append("Left out of the figures: plans larger than the described GPU's memory, "
-                   "where XLA rematerialises toward its limit (the step fits neither way):")
+                   "or that XLA rematerialised toward its limit (recomputing values to fit: "
+                   "a plan of another program than the step):")
         out.append("")
         for r in over:
+            remat = f", {r['rematerialised']} values rematerialised" \
+                if r.get("rematerialised") else ""
             out.append(f"* {r['target']} `{r['fixture'].removeprefix('fixtures/')}::"
                        f"{r['model']}` batch {r['batch']}: XLA {r['plan']['peak']:,} (memory "
-                       f"{_device_memory(r['target']):,}), memlint {r[key]['peak']:,}")
+                       f"{_device_memory(r['target']):,}{remat}), memlint {r[key]['peak']:,}")
     out += failure_lines(rows, "did not compile; the reasons (first line, per model)", 160)
     return "\n".join(out)
 
