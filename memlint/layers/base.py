@@ -227,8 +227,9 @@ class Saved:
     ``"backward"`` (scratch that exists only while the layer's backward runs, such as the
     gradients of attention scores), ``"forward"`` (scratch while the call runs, in
     training and inference alike; not counted twice when a saved entry of the same name is
-    kept) or ``"training"`` (scratch while the call runs in training only: an augmentation
-    does nothing in inference).  ``profiles``: the backend profiles whose schedule keeps it (names of
+    kept), ``"before"`` (scratch made as the call starts and gone before it writes its
+    outputs: the first of two copies of the input) or ``"training"`` (scratch while the
+    call runs in training only: an augmentation does nothing in inference).  ``profiles``: the backend profiles whose schedule keeps it (names of
     :mod:`memlint.memory.profiles`; empty: every profile).
     """
 

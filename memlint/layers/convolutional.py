@@ -229,6 +229,10 @@ class _Conv(LayerKind):
     # Whether uneven padding is applied to the input before the convolution (not for
     # transposed convolutions, whose padding applies to their output).
     pads_input: ClassVar[bool] = True
+    # Whether the torch backend converts a channels-first copy of a 2-D or 3-D input to the
+    # channels-last memory format, a second copy (a transposed convolution convolves the
+    # first: one copy)
+    copies_to_channels_last: ClassVar[bool] = True
 
     def saved(self, config, input_shape, output_shape):
         """Its input (for the kernel's gradient) and its activation's needs.  cuDNN pads
@@ -260,6 +264,10 @@ class _Conv(LayerKind):
                 copies.append(Saved("kernel layout copy", (kernels,), "variable",
                                     needed_for="inputs", per_batch=False))
             out = instead_of_input(out, "torch", copies)
+            if self.rank > 1 and self.copies_to_channels_last:  # the first copy, until
+                # the second is made (torch's CPU trace: both alive as it is written)
+                out.append(Saved("contiguous copy", padded or tuple(input_shape),
+                                 when="before", profiles=("torch",)))
         elif padded is not None:  # channels-first data is padded, then convolved as it is
             out = instead_of_input(out, "torch", [
                 Saved("padded input", padded, needed_for="weights")])
@@ -380,6 +388,7 @@ class _ConvTranspose(_Conv):
                  "dilation_rate")
     min_length = 0  # Keras builds zero-length outputs of transposed convolutions
     pads_input = False
+    copies_to_channels_last = False
 
     def check_config(self, raw):
         config = super().check_config(raw)

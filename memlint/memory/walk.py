@@ -635,6 +635,12 @@ class Walk(XlaFusion):
                     continue  # the input is time-major already: no copy
                 if s.what == "unfused product" and self.activated_in_pooling((li, ci, 0)):
                     continue  # the result is the output's only buffer
+                if s.when == "before":  # gone before the call writes its outputs
+                    size = self.before_outputs(layer, kind, in_shape, out_shape, s, sizes)
+                    if size:
+                        scratch.append(self.alloc(*size, "live", f"{layer.name} {s.what}",
+                                                  layer.name))
+                    continue
                 early = self.early_scratch.pop((li, ci, s.what), None)
                 if early is not None:  # allocated with an earlier call's (merged)
                     scratch.extend(early)
@@ -761,7 +767,7 @@ class Walk(XlaFusion):
             if s.when == "backward":
                 call.scratch.append(s)
                 continue
-            if s.when in ("forward", "training"):
+            if s.when in ("forward", "training", "before"):
                 continue
             if s.what in ("input", "output"):
                 pool = ins if s.what == "input" else outputs
@@ -963,13 +969,29 @@ class Walk(XlaFusion):
                 layer.name)
 
     def forward_scratch(self, layer, kind, in_shape, out_shape) -> list:
-        when = ("forward", "training") if self.train else ("forward",)
+        when = ("forward", "training", "before") if self.train else ("forward", "before")
         try:
             return [s for s in kind.saved(layer.config, in_shape, out_shape)
                     if s.when in when and (not s.profiles or self.profile.name in s.profiles)
                     and self.on_this_gpu(s)]
         except Exception:  # noqa: BLE001 - saved_list reports the same kind's trouble
             return []
+
+    def before_outputs(self, layer, kind, in_shape, out_shape, s: Saved,
+                       sizes: list) -> Optional[tuple]:
+        """Scratch ``s`` made as a call starts and gone before the call writes its outputs
+        and the rest of its scratch (torch: the first of a convolution's two input copies),
+        held with them in the call's one event as what it exceeds them by: the event then
+        holds the larger of the two moments."""
+        size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
+        if not size:
+            return None
+        later = [self.shape_size(o.shape, self.item(o.dtype), o.per_batch)
+                 for o in self.forward_scratch(layer, kind, in_shape, out_shape)
+                 if o.when != "before"] + list(sizes)
+        written = (sum(x[0] for x in later if x), sum(x[1] for x in later if x))
+        per_sample, fixed = size[0] * s.count - written[0], size[1] * s.count - written[1]
+        return (max(per_sample, 0), max(fixed, 0)) if per_sample > 0 or fixed > 0 else None
 
     def call_writes(self, call: tuple) -> int:
         """Per-sample bytes a call writes in the forward: its outputs (4 bytes an element)
