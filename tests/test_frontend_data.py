@@ -503,6 +503,27 @@ def test_a_layer_class_on_open_sizes_is_traced_again_on_the_sizes_the_data_gives
         [(d.code, d.message) for d in result.diagnostics]
 
 
+def test_a_layer_class_inside_a_model_used_as_a_layer_is_traced_again_too():
+    # keras.io's English-to-Spanish transformer: a decoder model on (None,) tokens, made of
+    # layer classes, called inside the trained model on the data's 20 tokens
+    source = HEAD + PIXEL_SHUFFLE.replace("model = keras.Model(inputs, Shuffle()(x))",
+                                          "inner = keras.Model(inputs, Shuffle()(x))\n"
+                                          "outer = keras.Input((None, None, 1))\n"
+                                          "model = keras.Model(outer, inner(outer))") + \
+        textwrap.dedent("""\
+        low = np.zeros((64, 100, 100, 1), "float32")
+        ds = tf.data.Dataset.from_tensor_slices((low, np.zeros((64, 300, 300, 1)))).batch(8)
+        model.fit(ds)
+        """)
+    result = analyze_text(source, "nested.py", Settings(gpu="1GiB"))
+    graph = next(g for g in result.models if g.variable == "model")
+    breakdown = result.breakdowns[result.models.index(graph)]
+    assert breakdown.batch_known and not breakdown.unknown_activations
+    (inner,) = [n for n in graph.for_memory().layers if n.inner_calls]
+    shuffle = inner.inner_calls[0].nodes[-1]
+    assert shuffle.output_shapes == [(None, 300, 300, 1)]
+
+
 def test_input_shape_sizes_a_layer_class_on_open_sizes():
     source = HEAD + PIXEL_SHUFFLE + "model.fit(x, y, batch_size=8)\n"
     report = analyze_text(source, "espcn3.py", Settings(input_shape=(40, 50, 1)))

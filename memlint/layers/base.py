@@ -229,7 +229,8 @@ class Saved:
     training and inference alike; not counted twice when a saved entry of the same name is
     kept), ``"before"`` (scratch made as the call starts and gone before it writes its
     outputs: the first of two copies of the input) or ``"training"`` (scratch while the
-    call runs in training only: an augmentation does nothing in inference).  ``profiles``: the backend profiles whose schedule keeps it (names of
+    call runs in training only: an augmentation does nothing in inference).
+    ``profiles``: the backend profiles whose schedule keeps it (names of
     :mod:`memlint.memory.profiles`; empty: every profile).
     """
 

@@ -60,12 +60,13 @@ def _parents(layer, index: int, names=None) -> list:
 def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]:
     declared = [t.shape for t in model.inputs]
     given = as_shape_list(record.input_shapes)
-    computed = None
+    computed, retraced = None, {}
     if not _same_but_batch(declared, given):
         # called on other sizes than it was built on (an encoder built on ``(None,)`` and
         # called on 12 and 20 tokens): each call inside is re-derived on this call's sizes
+        # (a layer class's call() traced again on them: ``retraced``)
         try:
-            computed = rerun_functional(model, given)
+            computed = rerun_functional(model, given, retraced=retraced)
         except (LayerError, UnresolvedArgument):
             return None
     inputs = {}
@@ -86,8 +87,10 @@ def _functional(model: FunctionalModel, record, node_of) -> Optional[InnerCalls]
                     nodes.append(op)
                     ids.append(index)
                 continue
-            node = _one(layer, index, node_of, _parents(layer, index, names))
-            if node is not None and computed is not None:
+            again = retraced.get((id(layer), index))
+            node = _one(layer, index if again is None else again, node_of,
+                        _parents(layer, index, names))
+            if node is not None and computed is not None and again is None:
                 node = _resized(node, layer, index, computed)
             if node is None:
                 return None

@@ -599,6 +599,7 @@ def _stand_in_output(state, layer, shapes: Any, parents: list) -> Any:
         for size in _STAND_INS:
             given = [filled(s, size) for s in shapes] if isinstance(shapes, list) \
                 else filled(shapes, size)
+            made = len(layer.calls)
             try:
                 index = retrace(layer, CallRecord(given, None, parents, form=(
                     layer.input_keys, layer.spread)), given)
@@ -606,7 +607,8 @@ def _stand_in_output(state, layer, shapes: Any, parents: list) -> Any:
                 return None
             if index is None:
                 return None
-            outs.append(layer.calls.pop(index).output_shape)
+            outs.append(layer.calls[index].output_shape)
+            del layer.calls[made:]  # the stand-in's call is no call of the model's
     finally:
         state.trace_collector, state.call_collector = collectors
     first, second = (as_shape_list(o) for o in outs)
@@ -628,7 +630,7 @@ def retrace(layer, record: CallRecord, shapes: Any) -> Optional[int]:
                 and done.form == record.form and done.output_shape is not None:
             return index
     state = layer.obj.interp.state
-    marks = (len(state.diagnostics), len(state.unresolved))
+    marks = (len(state.diagnostics), len(state.unresolved), len(layer.calls))
     state.quiet += 1
     form, (layer.input_keys, layer.spread) = (layer.input_keys, layer.spread), record.form
     try:
@@ -638,9 +640,12 @@ def retrace(layer, record: CallRecord, shapes: Any) -> Optional[int]:
         layer.input_keys, layer.spread = form
         refused = [d.message for d in state.diagnostics[marks[0]:] if d.code == "MEM901"]
         del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
-    if refused:
-        raise LayerError(f"layer '{layer.name}' on {format_shape(shapes)}: {refused[0]}")
-    return len(layer.calls) - 1 if layer.calls[-1].output_shape is not None else None
+    if refused or layer.calls[-1].output_shape is None:
+        del layer.calls[marks[2]:]  # no call of the model's
+        if refused:
+            raise LayerError(f"layer '{layer.name}' on {format_shape(shapes)}: {refused[0]}")
+        return None
+    return len(layer.calls) - 1
 
 
 def _of_batches(shape: Any, count: int) -> Any:
