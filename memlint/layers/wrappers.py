@@ -136,6 +136,8 @@ class TimeDistributed(LayerKind):
         step_out = (output_shape[0], *output_shape[2:])
         out = self._step_gradients(input_shape)
         for s in kind.saved(inner["config"], step, step_out):
+            if s.what == "unfused product" and s.when == "forward":
+                continue  # each step's product: the time-major steps the walk holds
             if s.what in ("input", "output", "sign") or not s.per_batch or not s.shape:
                 out.append(s)
             else:
