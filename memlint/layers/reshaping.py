@@ -289,13 +289,19 @@ class UpSampling2D(_UpSampling):
         how = args.get("interpolation", "nearest", pos=2)
         return {**super().configure(args), "interpolation": how if isinstance(how, str) else None}
 
+    @staticmethod
+    def interpolates(config: dict) -> bool:
+        """Whether it interpolates (anything but ``"nearest"``, or an interpolation not
+        known statically) rather than repeating rows."""
+        return config.get("interpolation") != "nearest"
+
     def saved(self, config: dict, input_shape, output_shape) -> list:
         """An interpolating resize (anything but ``"nearest"``) is, under XLA, a product per
         spatial axis whose last one is written in the product's own layout and transposed
         into the output: a buffer of the output's size beside the output while the call
         runs; its backward transposes the output's gradient into one too (H100 and T4 plans
         of 2x2 to 8x8 bilinear upsamplings of 3 to 256 channels)."""
-        if config.get("interpolation") == "nearest" or output_shape is None:
+        if not self.interpolates(config) or output_shape is None:
             return []
         return [Saved("resize product", tuple(output_shape), when="forward",
                       profiles=("xla",)),

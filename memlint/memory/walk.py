@@ -627,7 +627,8 @@ class Walk(XlaFusion):
         scratch = []
         unfused = False  # a result of its own beside the output (its epilogue unfused)
         if kind is not None and out_shape is not None and in_shape is not None:
-            for s in self.forward_scratch(layer, kind, in_shape, out_shape):
+            declared = self.forward_scratch(layer, kind, in_shape, out_shape)
+            for s in declared:
                 if s.what in kept_names or (s.what == "unfused product" and kept_names & {
                         "preactivation", "sign preactivation", "depthwise output"}):
                     continue  # (what is kept for the backward is that result)
@@ -636,7 +637,7 @@ class Walk(XlaFusion):
                 if s.what == "unfused product" and self.activated_in_pooling((li, ci, 0)):
                     continue  # the result is the output's only buffer
                 if s.when == "before":  # gone before the call writes its outputs
-                    size = self.before_outputs(layer, kind, in_shape, out_shape, s, sizes)
+                    size = self.before_outputs(s, declared, sizes)
                     if size:
                         scratch.append(self.alloc(*size, "live", f"{layer.name} {s.what}",
                                                   layer.name))
@@ -977,18 +978,16 @@ class Walk(XlaFusion):
         except Exception:  # noqa: BLE001 - saved_list reports the same kind's trouble
             return []
 
-    def before_outputs(self, layer, kind, in_shape, out_shape, s: Saved,
-                       sizes: list) -> Optional[tuple]:
+    def before_outputs(self, s: Saved, declared: list, sizes: list) -> Optional[tuple]:
         """Scratch ``s`` made as a call starts and gone before the call writes its outputs
-        and the rest of its scratch (torch: the first of a convolution's two input copies),
-        held with them in the call's one event as what it exceeds them by: the event then
-        holds the larger of the two moments."""
+        (``sizes``) and the rest of its ``declared`` forward scratch (torch: the first of a
+        convolution's two input copies), held with them in the call's one event as what it
+        exceeds them by: the event then holds the larger of the two moments."""
         size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
         if not size:
             return None
         later = [self.shape_size(o.shape, self.item(o.dtype), o.per_batch)
-                 for o in self.forward_scratch(layer, kind, in_shape, out_shape)
-                 if o.when != "before"] + list(sizes)
+                 for o in declared if o.when != "before"] + list(sizes)
         written = (sum(x[0] for x in later if x), sum(x[1] for x in later if x))
         per_sample, fixed = size[0] * s.count - written[0], size[1] * s.count - written[1]
         return (max(per_sample, 0), max(fixed, 0)) if per_sample > 0 or fixed > 0 else None
@@ -1866,7 +1865,7 @@ def _nearest_upsampling(layer) -> bool:
     (H100 predict plan of UpSampling2D -> Conv2D(16, 2, padding="same"): one pad fusion
     writes the padded, upsampled map; no upsampled copy)."""
     return layer.type in ("UpSampling1D", "UpSampling3D") or (
-        layer.type == "UpSampling2D" and (layer.config or {}).get("interpolation") == "nearest")
+        layer.type == "UpSampling2D" and not resizes_by_products(layer))
 
 
 # Max pooling's select-and-scatter scratch (memlint/layers/pooling.py).

@@ -189,8 +189,8 @@ def _known_input_shape(layer) -> Optional[tuple]:
 def resizes_by_products(layer) -> bool:
     """An UpSampling2D that interpolates (not ``"nearest"``): XLA resizes with a matrix
     product per spatial axis (:meth:`UpSampling2D.saved`)."""
-    return layer.type == "UpSampling2D" and (layer.config or {}).get("interpolation") != \
-        "nearest"
+    return layer.type == "UpSampling2D" and REGISTRY["UpSampling2D"].interpolates(
+        layer.config or {})
 
 
 def _not_a_gemm(rows: int, contracting: int, columns: int) -> bool:
