@@ -2947,3 +2947,38 @@ def test_a_strided_transposed_convolution_pads_its_output_gradient_twice(batch, 
     b = estimate(graph_of(DENOISER, batch=batch, optimizer="adam"), profile=XLA,
                  compute_capability=cc)
     assert -0.02 <= (b.peak - plan_peak) / plan_peak <= 0.01
+
+
+SMALL_UNET = ("i = keras.Input((64, 64, 1))\n"
+              "c1 = L.Conv2D(16, 3, activation='relu', padding='same')(i)\n"
+              "c2 = L.Conv2D(32, 3, activation='relu', padding='same')(L.MaxPooling2D(2)(c1))\n"
+              "u = L.Conv2D(16, 2, activation='relu', padding='same')(L.UpSampling2D(2)(c2))\n"
+              "x = L.Conv2D(16, 3, activation='relu', padding='same')("
+              "L.concatenate([c1, u], axis=3))\n"
+              "model = keras.Model(i, L.Conv2D(1, 1, activation='sigmoid')(x))")
+STRIDED_INTO_GAP = ("model = keras.Sequential([keras.Input((64, 64, 3)), "
+                    "L.Conv2D(32, 3, strides=2, activation='relu'), "
+                    "L.Conv2D(64, 3, strides=2, activation='relu'), "
+                    "L.GlobalAveragePooling2D(), L.Dense(5)])")
+
+
+@pytest.mark.parametrize("body, batch, cc, plan_peak, apart", [
+    (SMALL_UNET, 32, "9.0", 91_928_772, True), (SMALL_UNET, 32, "7.5", 91_928_260, True),
+    (SMALL_UNET, 4, "9.0", 11_643_332, True),
+    (STRIDED_INTO_GAP, 32, "9.0", 13_642_400, False),
+    (STRIDED_INTO_GAP, 256, "7.5", 119_919_136, False)])
+def test_a_biased_relu_convolutions_read_is_differentiated_beside_their_gradient(
+        body, batch, cc, plan_peak, apart):
+    """H100 and T4 plans of a small U-Net (the membrane segmenter of
+    data_pipelines/generator_zip_image_mask_flows.py) with Adam: the last Conv2D(16, relu),
+    read by a 1x1 convolution, has its select written beside the cuDNN input gradient it
+    reads (a fusion with the bias gradient's reduction), both ``f32[batch, 64, 64, 16]``
+    at the peak with the kept pre-activation (8.0% under without that moment).  Two strided
+    ReLU convolutions into a global average pooling: the pooling's gradient is broadcast
+    inside the select's fusion, never written, and there is no such moment (12% over with
+    it)."""
+    b = estimate(graph_of(body, batch=batch, optimizer="adam"), profile=XLA,
+                 compute_capability=cc)
+    assert -0.01 <= (b.peak - plan_peak) / plan_peak <= 0.01
+    if apart:  # the select's moment, before the rest of conv2d_3's backward
+        assert (b.peak_at["phase"], b.peak_at["layer"]) == ("backward", "conv2d_3")

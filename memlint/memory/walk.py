@@ -764,6 +764,8 @@ class Walk(XlaFusion):
             outputs[0].buf.holds += 1
             call.holds.append((outputs[0], False))
             call.select_reads_output = True
+        call.select_apart = len(outputs) == 1 and requires_grad \
+            and self.select_written_apart(layer, kind, (li, ci, 0))
         for s in specs:
             if s.when == "backward":
                 call.scratch.append(s)
@@ -1138,6 +1140,7 @@ class Walk(XlaFusion):
         if call.outputs and not any(t.grad is not None for t in call.outputs):
             self.finish_call(call)  # nothing reached this call's outputs
             return
+        self.select_apart(call)
         scratch = []
         fused = self.fused_select_and_scatter(call)
         for s in call.scratch:
@@ -1375,6 +1378,21 @@ class Walk(XlaFusion):
                          f"{call.layer.name} broadcast zero", call.layer.name)
         buf.holds = 1
         call.holds.append((buf, False))
+
+    def select_apart(self, call: "_Call") -> None:
+        """The select of a call whose activation's backward XLA writes to a buffer of its own
+        (:meth:`select_written_apart`): a moment with the output's gradient and the select
+        alive, before anything else of the call's backward; the select is the output's
+        gradient from then on."""
+        out = call.outputs[0] if call.select_apart else None
+        dy = out.grad if out is not None else None
+        if dy is None or not (dy.per_sample or dy.fixed):
+            return
+        out.grad = self.alloc(dy.per_sample, dy.fixed, "grad",
+                              f"gradient of {call.layer.name}'s pre-activation",
+                              call.layer.name)
+        self.event("backward", call.layer.name)
+        self.release(dy)
 
     def activation_backward(self, call: "_Call") -> None:
         """Under XLA a layer's own activation is differentiated first: the incoming gradient
@@ -1897,6 +1915,9 @@ class _Call:
         self.fused_normalization = False
         # XLA: its activation's backward reads its output and writes a buffer of its own
         self.select_reads_output = False
+        # XLA: its activation's select written beside the output's gradient, before the rest
+        # of its backward (XlaFusion.select_written_apart)
+        self.select_apart = False
         self.kernel_merged = False  # its kernel's gradient made by a sibling's product
         self.batches = 1  # how many batches its tensors hold (LayerNode.call_batches)
 
