@@ -1240,11 +1240,13 @@ class Walk(XlaFusion):
                 self.ref(dy)
                 continue
             if self.profile.sign == "xla" and (
-                    layer.type in _BROADCAST_BACKWARD and t.scattered
+                    layer.type in _BROADCAST_BACKWARD and (
+                        t.scattered or self.broadcast_into_normalization(layer, t))
                     or t.preactivation and t.readers == 1 and self.reduced_product(layer)):
-                # a broadcast XLA fuses into the embedding's scatter, or the outer product
-                # of a one-unit Dense's output gradient and kernel, which the activation's
-                # select reads: never materialised
+                # a broadcast XLA fuses into the embedding's scatter or a batch
+                # normalisation's backward, or the outer product of a one-unit Dense's
+                # output gradient and kernel, which the activation's select reads: never
+                # materialised
                 t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
                 t.grad.broadcast = t.preactivation
                 continue
