@@ -270,6 +270,8 @@ def test_casts():
     assert A.like("numpy.zeros_like", [x], {}) == x
     assert A.like("tensorflow.cast", [x, Ref("tensorflow.float16")], {}).dtype == "float16"
     assert A.like("tensorflow.convert_to_tensor", [x], {"dtype": "float32"}).dtype == "float32"
+    assert A.like("keras.ops.cast", [x, "float16"], {}) == Array((10, 28, 28), "float16")
+    assert A.like("keras.ops.convert_to_numpy", [x], {}) == x
 
 
 def test_numpy_helpers():

@@ -610,3 +610,24 @@ def test_a_torch_dataset_fed_without_a_data_loader_gives_no_batch():
     # Keras refuses it; its samples must not be read as batches (3 channels, not 3 rows)
     setup = setup_of(TORCH_DATA + TORCH_MODEL + "model.fit(Frames(100))\n")
     assert setup.batch_size is None
+
+
+@pytest.mark.parametrize("convert", ["keras.ops.convert_to_numpy({})", "np.asarray({})",
+                                     "keras.ops.convert_to_tensor({})",
+                                     "keras.ops.cast({}, 'float32')"])
+def test_a_model_s_output_converted_to_an_array_keeps_its_shape(convert):
+    """A GAN's discriminator trained on real images and the generator's, converted to an
+    array by Keras's ops as by NumPy: the batch is both halves, each image the generator's
+    output shape."""
+    result = analysed(f"""\
+        generator = keras.Sequential([keras.Input((16,)), layers.Dense(8 * 8 * 3),
+                                      layers.Reshape((8, 8, 3))])
+        critic = keras.Sequential([keras.Input((8, 8, 3)), layers.Flatten(), layers.Dense(1)])
+        critic.compile("adam", "binary_crossentropy")
+        noise = np.random.normal(size=(32, 16))
+        fake = {convert.format("generator(noise, training=False)")}
+        real = np.random.rand(32, 8, 8, 3)
+        critic.train_on_batch(np.concatenate([real, fake]), np.zeros((64, 1)))
+        """)
+    (critic,) = [g for g in result.models if g.variable == "critic"]
+    assert (critic.setup.batch_size, critic.setup.data_shapes) == (64, [(8, 8, 3)])

@@ -1002,14 +1002,15 @@ def constructor_dtype(name: str, kwargs: dict, args: Optional[list] = None) -> O
 
 def like(name: str, args: list, kwargs: dict) -> Any:
     """``np.zeros_like(x)``, ``np.asarray(x, dtype=)``, ``tf.convert_to_tensor(x)``,
-    ``tf.constant(x)``, ``tf.cast(x, dtype)`` of an array: its shape, its dtype unless
-    another is given."""
+    ``tf.constant(x)``, ``tf.cast(x, dtype)``, ``keras.ops.convert_to_numpy(x)``,
+    ``keras.ops.cast(x, dtype)`` of an array: its shape, its dtype unless another is
+    given."""
     first = args[0]
     dtype = kwargs.get("dtype")
     if dtype is None and len(args) > 1 and name in (
             "numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.asarray",
             "numpy.array", "tensorflow.cast", "tensorflow.constant",
-            "tensorflow.convert_to_tensor"):
+            "tensorflow.convert_to_tensor", "keras.ops.cast", "keras.ops.convert_to_tensor"):
         dtype = args[1]
     if dtype is None and name == "numpy.full_like" and len(args) > 2:
         dtype = args[2]

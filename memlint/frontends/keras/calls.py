@@ -60,7 +60,8 @@ _KERAS_SHAPE_FUNCS = {"keras.random.normal", "keras.random.uniform",
 _LIKE_FUNCS = {"numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.full_like",
                "numpy.asarray", "numpy.array", "tensorflow.zeros_like", "tensorflow.ones_like",
                "tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.cast",
-               "torch.from_numpy", "torch.as_tensor", "torch.tensor"}
+               "torch.from_numpy", "torch.as_tensor", "torch.tensor",
+               "keras.ops.convert_to_numpy", "keras.ops.convert_to_tensor", "keras.ops.cast"}
 _NUMPY_DIMS_FUNCS = {"numpy.random.rand", "numpy.random.randn"}
 _NUMPY_SIZE_KW_FUNCS = {"numpy.random.random", "numpy.random.random_sample",
                         "numpy.random.uniform", "numpy.random.normal", "numpy.random.randint",
