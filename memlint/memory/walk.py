@@ -115,6 +115,7 @@ class _Tensor:
     materialized: bool = True  # XLA: written by its own kernel (not fused away)
     freed: bool = False
     producer: str = ""  # the type of the layer that made it
+    made_by: str = ""  # the name of that layer
     relu: bool = False  # written by max(x, 0) (a ReLU, or a layer's activation="relu")
     activated: bool = False  # written by an activation function (a layer or activation=)
     shape: Optional[tuple] = None  # batch first
@@ -224,6 +225,9 @@ class Walk(XlaFusion):
         self.freed_kernels: list = []
         self.kernel_copies = 0
         self.zeros_kept: set = set()  # the shapes of the pooling zeros a ReLU writes
+        # id of a transposed convolution's output -> the element-wise calls differentiated in
+        # its backward's first fusion (XlaFusion.differentiated_in_transposed_backward)
+        self.carried: dict = {}
         # eager Keras: a Functional or Sequential model's tensor map holds every output until
         # the forward returns
         self.retained: Optional[list] = [] if profile.forward_keeps_outputs and \
@@ -730,7 +734,7 @@ class Walk(XlaFusion):
             t.requires_grad = requires_grad
             t.preactivation = output_label is not None
             t.wide = element == 4
-            t.producer = layer.type
+            t.producer, t.made_by = layer.type, layer.name
             t.relu = _writes_relu(layer)
             t.activated = _writes_activation(layer)
             t.strided = self.profile.pooled_outputs_strided and _window_pooling(layer, kind)
@@ -1144,7 +1148,7 @@ class Walk(XlaFusion):
         scratch = []
         fused = self.fused_select_and_scatter(call)
         for s in call.scratch:
-            if fused and s.what in _WINDOW_SCRATCH:
+            if fused and s.what in _WINDOW_SCRATCH or self.no_batch_minor_copy(layer, s):
                 continue
             size = self.shape_size(s.shape, self.item(s.dtype), s.per_batch)
             count = s.count
@@ -1197,6 +1201,9 @@ class Walk(XlaFusion):
                 if kernel_partials is None and not call.kernel_merged:
                     kernel_partials = self.kernel_gradient_partials(layer)
         self.event("backward", name)
+        for t in call.outputs:  # their backward ran in the fusion that wrote the scratch
+            for reader in self.carried.pop(id(t), ()):
+                self.finish_call(reader)
         self.release(kernel_partials)  # the product is done before the input gradient's
         self.release(relayout)
         grads = self.weight_grads.get(name)
@@ -1206,11 +1213,15 @@ class Walk(XlaFusion):
                 waiting = grads
             else:
                 self.release(grads)  # consumed by the update
-        for entry in [h for h in call.holds if h[1]]:  # only the weight gradient needed it
-            self.unhold(entry[0])
-        call.holds = [h for h in call.holds if not h[1]]
+        # differentiated in a transposed convolution's backward, which then finishes it
+        convolved = self.differentiated_in_transposed_backward(call, call.inputs[0]) \
+            if len(call.inputs) == 1 else None
+        if convolved is None:
+            for entry in [h for h in call.holds if h[1]]:  # only the weight gradient read it
+                self.unhold(entry[0])
+            call.holds = [h for h in call.holds if not h[1]]
         dy = next((t.grad for t in call.outputs if t.grad is not None), None)
-        made = False
+        made = carried = False
         for t in call.inputs:
             if self.summed_lazily(call, t, dy):
                 self.ref(dy)  # alive until the fusion reading t's gradient adds it in
@@ -1227,6 +1238,13 @@ class Walk(XlaFusion):
                 continue
             if not t.requires_grad or t in self.data or t.grad is not None:
                 continue  # no gradient wanted, or accumulated into the one there is
+            if convolved is not None:
+                # never written on its own: the transposed convolution's first backward
+                # fusion computes it as it writes its scratch
+                t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
+                self.carried.setdefault(id(convolved), []).append(call)
+                carried = True
+                continue
             if self.profile.sign == "xla" and t.scattered and _masks_gradient(layer):
                 # a dropout's masking, computed by the embedding's scatter as it reads
                 t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
@@ -1282,7 +1300,8 @@ class Walk(XlaFusion):
         self.release(workspace)
         for buf in scratch:
             self.release(buf)
-        self.finish_call(call)
+        if not carried:
+            self.finish_call(call)
 
     def deferrable(self, call: "_Call", size: int, single_call: bool) -> bool:
         """Under XLA a Dense kernel's gradient product and its update depend on nothing the
