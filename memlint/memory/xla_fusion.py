@@ -597,15 +597,16 @@ class XlaFusion:
         """Whether a strided transposed convolution's kernel gradient reads its output's
         gradient in place, with no batch-minor copy (``Conv2DTranspose.saved``): on Hopper
         at batches under ``BATCH_MINOR_FROM``, with ``"same"`` padding where the gradient
-        needs none (kernel minus stride even) (H100 plans of two Conv2DTranspose(4, strides=2, "same") layers
-        into ReLUs, Adam: no copy at batches 4, 8 and 12, memlint +10.5% / +15.6% / +18.7%
-        with it; the copy at 16 and 32, exact; T4 plans make it at 4 and 8 too, exact;
-        with kernel 3 the padding fusion writes the padded gradient and its batch-minor
-        copy at batch 8 as at 32)."""
+        needs none (kernel minus stride even) (H100 plans of two Conv2DTranspose(4,
+        strides=2, "same") layers into ReLUs, Adam: no copy at batches 4, 8 and 12, memlint
+        +10.5% / +15.6% / +18.7% with it; the copy at 16 and 32, exact; T4 plans make it at
+        4 and 8 too, exact; with kernel 3 the padding fusion writes the padded gradient and
+        its batch-minor copy at batch 8 as at 32)."""
         out = (as_shape_list(layer.output_shapes) or [None])[0]
         return s.what == "output gradient, batch-minor" and self.profile.sign == "xla" \
             and not self.nchw_float32 and self.batch < BATCH_MINOR_FROM \
-            and (layer.config or {}).get("padding") == "same" and isinstance(out, tuple) and isinstance(s.shape, tuple) \
+            and (layer.config or {}).get("padding") == "same" \
+            and isinstance(out, tuple) and isinstance(s.shape, tuple) \
             and tuple(s.shape[1:]) == tuple(out[1:])
 
     def differentiated_in_transposed_backward(self, call, t) -> Optional["_Tensor"]:
@@ -623,10 +624,9 @@ class XlaFusion:
         the batch-minor copy; 14.8% / 16.1% under on the H100 / T4 without it, exact with
         it; with a BatchNormalization before each LeakyReLU -14.2% / -18.3% -> +5.6% /
         +0.6%, the H100 reading the LeakyReLU's sign off the recomputed normalisation where
-        memlint keeps a one-byte mask;
-        with kernel 3, where the padding is uneven, -11.7% -> +9.6%: XLA keeps a one-byte
-        mask for the LeakyReLU there, memlint its input).  Only where the convolution
-        trains (its backward runs)."""
+        memlint keeps a one-byte mask; with kernel 3, where the padding is uneven, -11.7%
+        -> +9.6%: XLA keeps a one-byte mask for the LeakyReLU there, memlint its input).
+        Only where the convolution trains (its backward runs)."""
         kind = REGISTRY.get(call.layer.type)
         if not (self.profile.sign == "xla" and self.train and kind is not None and (
                 kind.elementwise or call.layer.type == "BatchNormalization")):
