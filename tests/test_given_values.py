@@ -41,6 +41,23 @@ def test_a_vocabulary_counted_from_a_file_is_unknown_and_the_note_says_how_to_gi
     assert any("argument 'input_dim'" in n and "--dim vocab_size=SIZE" in n for n in notes)
 
 
+def test_an_expression_of_unknown_values_is_named_first_then_given():
+    """``Embedding(len(tokenizer.word_index) + 1, 128)``: no name to give a value to, so the
+    note says to name the expression; named as it says, ``--dim`` sizes the model."""
+    inline = TWEETS.replace("vocab_size = len(tokenizer.word_index) + 1\n", "").replace(
+        "Embedding(vocab_size, 128", "Embedding(len(tokenizer.word_index) + 1, 128")
+    report = analyze_text(inline, "tweets.py", Settings())
+    notes = [d.message for d in report.diagnostics if d.code == "MEM900"]
+    assert any("e.g. `size = len(tokenizer.word_index) + 1`" in n and "--dim size=SIZE" in n
+               for n in notes), notes
+    named = inline.replace("Embedding(len(tokenizer.word_index) + 1, 128",
+                           "Embedding(size, 128").replace(
+        "model = Sequential", "size = len(tokenizer.word_index) + 1\nmodel = Sequential")
+    report = analyze_text(named, "tweets.py", Settings(dims={"size": 20000}))
+    assert report.breakdowns[0].complete
+    assert report.models[0].layers[0].params == 20000 * 128
+
+
 def test_dim_gives_the_name_its_value_and_the_report_lists_it():
     report = analyze_text(TWEETS, "tweets.py", Settings(dims={"vocab_size": 20000}))
     graph, breakdown = report.models[0], report.breakdowns[0]

@@ -81,7 +81,7 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
                                         location=loc)
     except UnresolvedArgument as exc:
         state.note_unresolved(loc, f"{kind.class_name} '{name}'", str(exc) + _dim_hint(
-            interp, node))
+            interp, node, args, kwargs))
         return OpaqueLayer(kind.class_name, name, loc, str(exc), hint,
                            keras3_input_arg=keras3_input)
     except LayerError as exc:
@@ -101,14 +101,30 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
     return ref
 
 
-def _dim_hint(interp, node) -> str:
+def _dim_hint(interp, node, args: list = (), kwargs: Optional[dict] = None) -> str:
     """How to give a layer's unknown argument a value: where the call passes a name whose
-    value is not known (``Embedding(vocab_size, 128)``), ``--dim vocab_size=SIZE``."""
+    value is not known (``Embedding(vocab_size, 128)``), ``--dim vocab_size=SIZE``; where it
+    passes an expression of such values (``Dense(len(chars) + 1)``), name it first."""
     if not isinstance(node, cst.Call):
         return ""
     names = [arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)
              and isinstance(value_of(interp, arg.value.value), Unknown)]  # bound, unknown
-    return f" (--dim {names[0]}=SIZE gives {names[0]} a value)" if names else ""
+    if names:
+        return f" (--dim {names[0]}=SIZE gives {names[0]} a value)"
+    position = 0
+    for arg in node.args:
+        if arg.star:
+            return ""  # positions after a spread are not the call's
+        if arg.keyword is None:
+            value = args[position] if position < len(args) else None
+            position += 1
+        else:
+            value = (kwargs or {}).get(arg.keyword.value)
+        if isinstance(value, Unknown) and not isinstance(arg.value, cst.Name):
+            code = cst.Module([]).code_for_node(arg.value)
+            if len(code) <= 60 and "\n" not in code:
+                return f" (name it, e.g. `size = {code}`, then give it: --dim size=SIZE)"
+    return ""
 
 
 def _lambda_callables(args: list, kwargs: dict) -> dict:
