@@ -673,7 +673,8 @@ class Walk(XlaFusion):
         # the outputs: a view shares its input's buffer; an element-wise layer may write
         # over an input that dies here
         view = idempotent or (layer.type in VIEW_LAYERS and layer.type not in INPUT_TYPES
-                              and bool(ins) and not (ins[0].strided and layer.type in _RESHAPES))
+                              and bool(ins) and not (ins[0].strided and layer.type in _RESHAPES)) \
+            or bool(ins) and self.padded_in_convolution(layer, (li, ci, 0))
         reuse = ins[0] if view else self.dying_input(layer, kind, ins, kept_inputs, sizes,
                                                      (li, ci, 0))
         # the fusions that read the output apply the function to the pre-activation: the
