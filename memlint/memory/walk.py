@@ -1146,7 +1146,7 @@ class Walk(XlaFusion):
         if call.outputs and not any(t.grad is not None for t in call.outputs):
             self.finish_call(call)  # nothing reached this call's outputs
             return
-        self.select_apart(call)
+        self.write_select_apart(call)
         scratch = []
         fused = self.fused_select_and_scatter(call)
         for s in call.scratch:
@@ -1404,7 +1404,7 @@ class Walk(XlaFusion):
         buf.holds = 1
         call.holds.append((buf, False))
 
-    def select_apart(self, call: "_Call") -> None:
+    def write_select_apart(self, call: "_Call") -> None:
         """The select of a call whose activation's backward XLA writes to a buffer of its own
         (:meth:`select_written_apart`): a moment with the output's gradient and the select
         alive, before anything else of the call's backward; the select is the output's
