@@ -1261,18 +1261,19 @@ class Walk(XlaFusion):
                 t.grad = dy
                 self.ref(dy)
                 continue
+            # a pooling's broadcast gradient its never-written concatenation's operands read
+            averaged = layer.type in _BROADCAST_BACKWARD and t.sources is not None \
+                and self.averaged_concatenation((self.by_name.get(t.made_by, -1), 0, 0))
             if self.profile.sign == "xla" and (
                     layer.type in _BROADCAST_BACKWARD and (
-                        t.scattered or self.broadcast_into_normalization(layer, t)
-                        or t.producer == "Concatenate" and t.sources is not None
-                        and self.averaged_concatenation((self.by_name.get(t.made_by, -1), 0, 0)))
+                        t.scattered or self.broadcast_into_normalization(layer, t) or averaged)
                     or t.preactivation and t.readers == 1 and self.reduced_product(layer)):
-                # a broadcast XLA fuses into the embedding's scatter or a batch
-                # normalisation's backward, or the outer product of a one-unit Dense's
-                # output gradient and kernel, which the activation's select reads: never
-                # materialised
+                # a broadcast XLA fuses into the embedding's scatter, a batch normalisation's
+                # backward or the selects of a concatenation's operands, or the outer product
+                # of a one-unit Dense's output gradient and kernel, which the activation's
+                # select reads: never materialised
                 t.grad = self.alloc(0, 0, "grad", f"gradient of {name}'s input", name)
-                t.grad.broadcast = t.preactivation or t.producer == "Concatenate"
+                t.grad.broadcast = t.preactivation or averaged
                 continue
             into = call.grad_into
             if into is not None and (into.per_sample, into.fixed) == (t.buf.per_sample,
@@ -1500,10 +1501,11 @@ class Walk(XlaFusion):
 
     def batch_relayout(self, layer, kind, ins, specs, in_shape, trains) -> Optional[Buffer]:
         """The copy of the input batch a convolution that reads it (or a reshape of it: a
-        clip's frames folded into the batch axis) keeps for the kernel's gradient under XLA: transposed to NCHW for a float32 convolution on a GPU before
-        Hopper, to NCDHW for a 3-D one on any GPU, and cast to 16 bits under a mixed policy
-        (measured on T4 plans: ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch; H100:
-        ``f32[4,3,8,32,32]`` beside an 8x32x32x3 clip, and ``f16[32,32,32,16]`` beside a
+        clip's frames folded into the batch axis) keeps for the kernel's gradient under XLA:
+        transposed to NCHW for a float32 convolution on a GPU before Hopper, to NCDHW for a
+        3-D one on any GPU, and cast to 16 bits under a mixed policy (measured on T4 plans:
+        ``f32[32,16,32,32]`` beside the ``[32,32,32,16]`` batch; H100: ``f32[4,3,8,32,32]``
+        beside an 8x32x32x3 clip, and ``f16[32,32,32,16]`` beside a
         float32 ``[32,32,32,16]`` batch under mixed_float16).  Not where the batch has one
         channel (a bitcast), is channels-first, or is padded first (the padded copy is
         written in NCHW).  One copy of a batch serves every convolution that reads it (XLA

@@ -240,6 +240,7 @@ class XlaFusion:
                 or not all(isinstance(p, tuple) and len(p) == 2 and p[0] == p[1]
                            for p in pairs):
             return False
+
         def padded_by_cudnn(reader) -> bool:
             kind = REGISTRY.get(reader.type)
             return kind is not None and kind.class_name in _CUDNN_PADDED \
@@ -630,7 +631,8 @@ class XlaFusion:
         output or the centred input instead (16 or 64 channels on 8x32x32 clips: 28-32%
         under without the broadcast)."""
         shapes = as_shape_list(layer.input_shapes)
-        return self.train and t.producer == "BatchNormalization" and bool(shapes) \
+        return self.profile.sign == "xla" and self.train \
+            and t.producer == "BatchNormalization" and bool(shapes) \
             and isinstance(shapes[0], tuple) and len(shapes[0]) <= 4
 
     def no_batch_minor_copy(self, layer, s: Saved) -> bool:
