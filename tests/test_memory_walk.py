@@ -3182,3 +3182,32 @@ def test_a_looked_up_embedding_s_zero_table_is_made_at_its_backward(body, batch,
     b = estimate(graph_of(body, batch=batch, optimizer="adam"), profile=XLA,
                  compute_capability=cc)
     assert -0.02 <= (b.peak - plan_peak) / plan_peak <= 0.01
+
+
+KERNEL_5_DECODER = ("model = keras.Sequential([keras.Input((7, 7, 16)), "
+                    "L.Conv2DTranspose(64, 5, activation='{act}', strides=2, padding='same'), "
+                    "L.Conv2DTranspose(32, 5, activation='{act}', strides=2, padding='same'), "
+                    "L.Conv2D(1, 3, padding='same')])")
+
+
+@pytest.mark.parametrize("act, batch, cc, plan_peak", [
+    ("relu", 32, "9.0", 21_179_648), ("relu", 32, "7.5", 19_989_760),
+    ("relu", 128, "9.0", 81_925_632), ("relu", 128, "7.5", 76_545_280),
+    ("tanh", 32, "9.0", 20_139_008), ("tanh", 32, "7.5", 18_949_120)])
+def test_a_kernel_5_transposed_convolution_copies_its_dilated_input_for_the_kernel_gradient(
+        act, batch, cc, plan_peak):
+    """H100 and T4 plans (Adam) of two Conv2DTranspose(C, 5, strides=2, "same") layers
+    into a Conv2D: the second's backward pads its output's gradient by three (f32[32, 31,
+    31, 32], twice) and makes a batch-minor copy of its input dilated by the strides
+    (f32[64, 27, 27, 32]) for the kernel's gradient; with ReLUs the copy comes first, the
+    first layer's ReLU output dying with it, beside the mask and the output's gradient
+    (memlint 9.6% to 16.8% under with its ReLU pre-activation and select and no copy);
+    with tanh, whose output the first layer keeps, after the padding (6.7% / 1.4% under)."""
+    body = KERNEL_5_DECODER.format(act=act)
+    b = estimate(graph_of(body, batch=batch, optimizer="adam"), profile=XLA,
+                 compute_capability=cc)
+    assert -0.03 <= (b.peak - plan_peak) / plan_peak <= 0.07
+    assert (b.peak_at["phase"], b.peak_at["layer"]) == ("backward", "conv2d_transpose_1")
+    kept = _tensors(b)
+    assert kept["conv2d_transpose_1 dilated input, batch-minor"] == batch * 27 * 27 * 64 * 4
+    assert kept["conv2d_transpose_1 padded output gradient"] == batch * 31 * 31 * 32 * 4
