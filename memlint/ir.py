@@ -274,6 +274,9 @@ class ModelGraph:
     # operations on tensors the layers read (``x + y``, ``keras.ops.relu``): not layers of
     # the model (no table shows them), but the memory model's gradients flow through them
     operations: list = field(default_factory=list)  # list[LayerNode], one call each
+    # a Functional model's outputs, each (layer name, call of the layer in the model, output
+    # of the call), where all are layers' (empty: its outputs are the tensors no layer reads)
+    outputs: tuple = ()
 
     def for_memory(self) -> "ModelGraph":
         """The graph the memory model and the budget rules read: sized by its data if it

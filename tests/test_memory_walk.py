@@ -3211,3 +3211,20 @@ def test_a_kernel_5_transposed_convolution_copies_its_dilated_input_for_the_kern
     kept = _tensors(b)
     assert kept["conv2d_transpose_1 dilated input, batch-minor"] == batch * 27 * 27 * 64 * 4
     assert kept["conv2d_transpose_1 padded output gradient"] == batch * 31 * 31 * 32 * 4
+
+
+def test_a_model_output_another_layer_reads_is_still_a_model_output():
+    """H100 plan (batch 32, Adam) of a denoiser returning its clean image and the residual
+    computed from it, ``keras.Model(i, [c, r])``: two targets in the step's arguments and a
+    loss gradient for each; memlint had taken only the tensors no layer reads for outputs
+    (-5.4%)."""
+    body = ("i = keras.Input((32, 32, 3))\n"
+            "c = L.Conv2D(3, 1, name='clean')(L.Conv2D(16, 3, padding='same', "
+            "activation='relu')(i))\n"
+            "r = L.Subtract(name='residual')([i, c])\n"
+            "model = keras.Model(i, [c, r])")
+    graph = graph_of(body, batch=32, optimizer="adam")
+    assert graph.outputs == (("clean", 0, 0), ("residual", 0, 0))
+    b = estimate(graph, profile=XLA, compute_capability="9.0")
+    assert parts(b)["targets"] == 2 * 32 * 32 * 32 * 3 * 4
+    assert abs(b.peak - 7_491_424) / 7_491_424 < 0.01

@@ -207,6 +207,7 @@ class Walk(XlaFusion):
         self.trainable_seen = False
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
+        self.declared_outputs = frozenset(tuple(key) for key in graph.outputs)
         self.unmapped = frozenset(graph.opened_unmapped)
         self.weight_grads: dict = {}
         self.calls_left: dict = {}
@@ -464,8 +465,11 @@ class Walk(XlaFusion):
         """Whether a call's ``k``-th output is a model output: no layer reads it, nor (for a
         call with several outputs) any other of its outputs (a recurrence's sequence, unused
         where its final states are read, is dropped, not returned)."""
-        if self.pending.get((li, ci, k)) or layer.type in INPUT_TYPES \
-                or layer.name in self.inside:
+        if layer.type in INPUT_TYPES or layer.name in self.inside:
+            return False
+        if (layer.name, ci, k) in self.declared_outputs:
+            return True  # the model returns it, whoever else reads it
+        if self.pending.get((li, ci, k)):
             return False
         others = len(as_shape_list(layer.output_shapes[ci])) \
             if ci < len(layer.output_shapes) else 1

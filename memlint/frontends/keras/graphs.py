@@ -61,7 +61,21 @@ def _functional_graph(state, model: FunctionalModel) -> ModelGraph:
     pairs = [(layer, index) for layer, indices in order for index in sorted(indices)]
     _fill_inbound(graph, pairs)
     graph.operations = _operations(everything, graph)
+    graph.outputs = _output_keys(model.outputs, order)
     return graph
+
+
+def _output_keys(outputs: list, order: list) -> tuple:
+    """``ModelGraph.outputs``: each output's (layer name, call in the model, output index),
+    or none where an output is not a layer's (an operation's, ``x + y``)."""
+    calls = {id(layer): sorted(indices) for layer, indices in order}
+    keys = []
+    for tensor in outputs:
+        producer = tensor.producer if isinstance(tensor, Tensor) else None
+        if not producer or producer[1] not in calls.get(id(producer[0]), ()):
+            return ()
+        keys.append((producer[0].name, calls[id(producer[0])].index(producer[1]), producer[2]))
+    return tuple(keys)
 
 
 def _operations(everything: list, graph: ModelGraph, shape_of=None) -> list:
