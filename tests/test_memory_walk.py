@@ -3185,28 +3185,31 @@ def test_a_looked_up_embedding_s_zero_table_is_made_at_its_backward(body, batch,
 
 
 KERNEL_5_DECODER = ("model = keras.Sequential([keras.Input((7, 7, 16)), "
-                    "L.Conv2DTranspose(64, 5, activation='{act}', strides=2, padding='same'), "
-                    "L.Conv2DTranspose(32, 5, activation='{act}', strides=2, padding='same'), "
+                    "L.Conv2DTranspose(64, 5, activation='{0}', strides=2, padding='same'), "
+                    "L.Conv2DTranspose(32, 5, activation='{1}', strides=2, padding='same'), "
                     "L.Conv2D(1, 3, padding='same')])")
 
 
-@pytest.mark.parametrize("act, batch, cc, plan_peak", [
-    ("relu", 32, "9.0", 21_179_648), ("relu", 32, "7.5", 19_989_760),
-    ("relu", 128, "9.0", 81_925_632), ("relu", 128, "7.5", 76_545_280),
-    ("tanh", 32, "9.0", 20_139_008), ("tanh", 32, "7.5", 18_949_120)])
+@pytest.mark.parametrize("acts, batch, cc, plan_peak", [
+    (("relu", "relu"), 32, "9.0", 21_179_648), (("relu", "relu"), 32, "7.5", 19_989_760),
+    (("relu", "relu"), 128, "9.0", 81_925_632), (("relu", "relu"), 128, "7.5", 76_545_280),
+    (("tanh", "tanh"), 32, "9.0", 20_139_008), (("tanh", "tanh"), 32, "7.5", 18_949_120),
+    (("relu", "tanh"), 32, "9.0", 21_982_208)])
 def test_a_kernel_5_transposed_convolution_copies_its_dilated_input_for_the_kernel_gradient(
-        act, batch, cc, plan_peak):
+        acts, batch, cc, plan_peak):
     """H100 and T4 plans (Adam) of two Conv2DTranspose(C, 5, strides=2, "same") layers
     into a Conv2D: the second's backward pads its output's gradient by three (f32[32, 31,
     31, 32], twice) and makes a batch-minor copy of its input dilated by the strides
     (f32[64, 27, 27, 32]) for the kernel's gradient; with ReLUs the copy comes first, the
     first layer's ReLU output dying with it, beside the mask and the output's gradient
     (memlint 9.6% to 16.8% under with its ReLU pre-activation and select and no copy);
-    with tanh, whose output the first layer keeps, after the padding (6.7% / 1.4% under)."""
-    body = KERNEL_5_DECODER.format(act=act)
+    with tanh, whose output the first layer keeps, after the padding (6.7% / 1.4% under),
+    as after a tanh of the second's own (+6.0% with the copy first)."""
+    body = KERNEL_5_DECODER.format(*acts)
     b = estimate(graph_of(body, batch=batch, optimizer="adam"), profile=XLA,
                  compute_capability=cc)
-    assert -0.03 <= (b.peak - plan_peak) / plan_peak <= 0.07
+    upper = 0.07 if cc == "7.5" else 0.03  # the T4 over by up to 5.1%
+    assert -0.03 <= (b.peak - plan_peak) / plan_peak <= upper
     assert (b.peak_at["phase"], b.peak_at["layer"]) == ("backward", "conv2d_transpose_1")
     kept = _tensors(b)
     assert kept["conv2d_transpose_1 dilated input, batch-minor"] == batch * 27 * 27 * 64 * 4

@@ -1323,8 +1323,9 @@ class Walk(XlaFusion):
         kernel's gradient reads a batch-minor copy of its dilated input
         (``Conv2DTranspose.saved``; None for any other call, and where element-wise calls
         after it are differentiated in its scratch fusion, ``carried``).  Its own ReLU's
-        mask is made with the bias gradient and the pre-activation dies; the copy of the
-        input is made next where the input then dies (nothing else keeps it); the fusion
+        mask is made with the bias gradient and the pre-activation dies; after such a mask
+        the copy of the input is made next where the input then dies (nothing else keeps
+        it); the fusion
         that pads the output's gradient through the mask writes it and its batch-minor
         copy, a moment with the output's gradient, which then dies; the copy of the input
         is made there otherwise; the kernel's gradient frees both copies.  What it returns
@@ -1333,7 +1334,8 @@ class Walk(XlaFusion):
         strides=2) -> Conv2D(1, 3), Adam, batches 32 and 128: 15.2% / 9.6% under at 32
         with the copies made at once beside the kept pre-activation and its gradient, -1.3%
         / +5.1% in this order; with tanh, whose output the layer before keeps, the copy
-        after the padding: -6.7% / -1.4% -> -0.2% / +6.6%).  Behind a 5x5-kernel encoder
+        after the padding: -6.7% / -1.4% -> -0.2% / +6.6%; a tanh on the second alone,
+        behind an encoder: -12.5% / -3.2% -> -0.7% / +10.8%).  Behind a 5x5-kernel encoder
         XLA defers the kernel's gradient, and the copy, past the encoder's backward, a lower
         peak (`denoiser_wide_kernels` +9.7% on the H100 at 32; -3.3% with the copies
         beside the pre-activation): the order that never under-estimates is kept."""
@@ -1361,7 +1363,7 @@ class Walk(XlaFusion):
         source = call.inputs[0] if call.inputs else None
         held = [h for h in call.holds if h[1] and h[0] is source]
         copy = None
-        if held and source.holds == len(held) and source.uses <= 0 \
+        if mask is not None and held and source.holds == len(held) and source.uses <= 0 \
                 and source not in self.data:
             copy = scratch("dilated input, batch-minor")  # the input dies with it
             for entry in held:
