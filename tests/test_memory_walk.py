@@ -3231,3 +3231,22 @@ def test_a_model_output_another_layer_reads_is_still_a_model_output():
     b = estimate(graph, profile=XLA, compute_capability="9.0")
     assert parts(b)["targets"] == 2 * 32 * 32 * 32 * 3 * 4
     assert abs(b.peak - 7_491_424) / 7_491_424 < 0.01
+
+
+def test_an_output_a_nested_model_makes_is_its_inner_layer_s_once_opened():
+    """A model returning a nested encoder's mean beside the decoder's image, the mean also
+    read by a sampling Dense: opened for the walk, the output is the encoder's inner layer's,
+    which keeps its targets and loss gradient (as the un-nested model's)."""
+    from memlint.memory.nesting import opened
+    body = ("e_in = keras.Input((64,))\n"
+            "encoder = keras.Model(e_in, L.Dense(8, name='mean')(L.Dense(32)(e_in)), "
+            "name='encoder')\n"
+            "i = keras.Input((64,))\n"
+            "m = encoder(i)\n"
+            "out = L.Dense(64, name='image')(L.Dense(32)(m))\n"
+            "model = keras.Model(i, [out, m])")
+    graph = graph_of(body, batch=32, optimizer="adam")
+    assert graph.outputs == (("image", 0, 0), ("encoder", 0, 0))
+    assert opened(graph).outputs == (("image", 0, 0), ("encoder/mean", 0, 0))
+    b = estimate(graph, profile=XLA, compute_capability="9.0")
+    assert parts(b)["targets"] == 32 * (64 + 8) * 4

@@ -33,13 +33,19 @@ def opened(graph: ModelGraph) -> ModelGraph:
             refs = [(_TOP, name, call, out) for name, call, out in inbound]
             top[(node.name, c)] = opener.visit(node, c, refs, False)
     layers = opener.nodes(top)
+    # the model's outputs as the opened calls make them (a nested model's output is its
+    # inner layer's); none where one of them is not a layer call's
+    outputs = tuple(opener.resolve((_TOP,) + tuple(key)) for key in graph.outputs)
+    if None in outputs:
+        outputs = ()
     # a layer inside whose tensors nothing reads is no model output, unless it makes an
     # output of the nested call (a model that ends in a nested model)
     own = {node.name for node in graph.layers} | {node.name for node in graph.operations}
     inside = tuple(layer.name for layer in layers
                    if layer.name not in own and layer.name not in opener.exposed)
     return replace(graph, layers=layers, sized=None, opened_inner=inside, operations=[],
-                   opened_unmapped=tuple(sorted(opener.unmapped - opener.exposed)))
+                   opened_unmapped=tuple(sorted(opener.unmapped - opener.exposed)),
+                   outputs=outputs)
 
 
 def as_registry_kinds(graph: ModelGraph) -> ModelGraph:
@@ -60,6 +66,7 @@ class _Opener:
         self.uids = itertools.count()
         self.exposed = set()  # the names of the layers inside that make a nested output
         self.unmapped = set()  # the layers called by a layer class's call() (InnerCalls)
+        self.resolve = None  # a reference to a call's output, as the opened graph names it
 
     def visit(self, node, c: int, refs: list, frozen: bool, prefix: str = "",
               mapped: bool = True, batches: int = 1) -> list:
@@ -138,6 +145,7 @@ class _Opener:
                 return (ref[0], index[ref[1]], ref[2])
             return ref
 
+        self.resolve = resolve
         for name, uid, _, _, _, _, refs, _ in self.records:
             resolved = [resolve(r) for r in refs]
             by_name[name].inbound[index[uid]] = [r for r in resolved if r is not None]
