@@ -35,6 +35,25 @@ F32 = 4
 # 12 stored TF steps measured again in another process moved by a median 5.0%, at most
 # 26.6% (docs/tf-oracle.md): the check catches a broken method, not a small drift
 TF_PEAK_TOLERANCE = 0.35
+# A step whose recurrent layers run as TensorFlow while loops peaks higher when the executor
+# runs iterations ahead, which it does in some processes and not others
+# (`seq2seq_encoder_states` at batch 4: from 16.7 to 60.6 MB in fresh processes, 17.3 MB
+# stored): the TensorFlow sample leaves such steps out, and a peak off by more than the
+# tolerance is measured again in fresh processes, this many at most, and passes if one of
+# them is within it (a broken method is off in every one)
+TF_PEAK_RETRIES = 2
+RECURRENT = frozenset({"LSTM", "GRU", "SimpleRNN", "RNN", "Bidirectional", "ConvLSTM1D",
+                       "ConvLSTM2D", "ConvLSTM3D", "TimeDistributed"})
+
+
+def _runs_loops(row: dict) -> bool:
+    """Whether the row's model (memlint's graph of it, nested calls opened) has a layer that
+    TensorFlow runs as a while loop."""
+    from harness.proxy import memlint_graphs
+    from memlint.memory.nesting import opened
+    graph = memlint_graphs([step_oracle.ROOT / row["fixture"]]).get(
+        (row["fixture"], row["model"]))
+    return graph is None or any(layer.type in RECURRENT for layer in opened(graph).layers)
 SPECS = {"torch": torch_step.SPEC, "tensorflow": tf_step.SPEC}
 DOCS = {"torch": step_oracle.ROOT / "docs" / "torch-oracle.md",
         "tensorflow": step_oracle.ROOT / "docs" / "tf-oracle.md"}
@@ -235,7 +254,10 @@ def test_tf_method_on_one_dense_layer():
 def test_rotating_sample_measures_the_stored_peaks(spec, stored):
     """Today's sample measured again: the same figures (see the tolerance below)."""
     require(spec.name)
-    chosen = step_oracle.sample(stored["rows"], SAMPLE_SIZE, max_peak=SAMPLE_MAX_PEAK)
+    chosen = step_oracle.sample(stored["rows"], SAMPLE_SIZE * (1 if spec.exact else 4),
+                                max_peak=SAMPLE_MAX_PEAK)
+    if not spec.exact:
+        chosen = [row for row in chosen if not _runs_loops(row)][:SAMPLE_SIZE]
     fresh = step_oracle.remeasure(spec, chosen)
     # torch: every figure equal; TensorFlow: the state equal, the peak within
     # TF_PEAK_TOLERANCE (TensorFlow's figures move between processes: docs/tf-oracle.md)
@@ -252,9 +274,14 @@ def test_rotating_sample_measures_the_stored_peaks(spec, stored):
                 off.append(f"{label}: {key} stored {old['oracle'][key]}, now "
                            f"{new['oracle'][key]}")
         if not spec.exact:
-            a, b = old["oracle"]["peak"], new["oracle"]["peak"]
-            if abs(b - a) > TF_PEAK_TOLERANCE * a:
-                off.append(f"{label}: peak stored {a:,}, now {b:,} ({(b - a) / a:+.1%})")
+            a, peaks = old["oracle"]["peak"], [new["oracle"]["peak"]]
+            while abs(peaks[-1] - a) > TF_PEAK_TOLERANCE * a \
+                    and len(peaks) <= TF_PEAK_RETRIES:
+                again = step_oracle.remeasure(spec, [old], workers=1)[0]
+                peaks.append(again["oracle"]["peak"] if "oracle" in again else 0)
+            if abs(peaks[-1] - a) > TF_PEAK_TOLERANCE * a:
+                off.append(f"{label}: peak stored {a:,}, now " + ", ".join(
+                    f"{b:,} ({(b - a) / a:+.1%})" for b in peaks))
         print(f"{label}: peak {new['oracle']['peak']:,} (stored {old['oracle']['peak']:,})")
     assert not off, "\n".join(off) + f"\n(after a deliberate change: `{spec.regenerate}`)"
 
