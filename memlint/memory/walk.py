@@ -1325,10 +1325,9 @@ class Walk(XlaFusion):
         after it are differentiated in its scratch fusion, ``carried``).  Its own ReLU's
         mask is made with the bias gradient and the pre-activation dies; after such a mask
         the copy of the input is made next where the input then dies (nothing else keeps
-        it); the fusion
-        that pads the output's gradient through the mask writes it and its batch-minor
-        copy, a moment with the output's gradient, which then dies; the copy of the input
-        is made there otherwise; the kernel's gradient frees both copies.  What it returns
+        it); the fusion that pads the output's gradient through the mask writes it and its
+        batch-minor copy, a moment with the output's gradient, which then dies; the copy of
+        the input is made there otherwise; the kernel's gradient frees both copies.  What it returns
         (the padded gradient) is kept until the input's gradient is made (H100 and T4 plans
         of Conv2DTranspose(64, 5, relu, strides=2) -> Conv2DTranspose(32, 5, relu,
         strides=2) -> Conv2D(1, 3), Adam, batches 32 and 128: 15.2% / 9.6% under at 32
