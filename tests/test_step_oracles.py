@@ -42,18 +42,25 @@ TF_PEAK_TOLERANCE = 0.35
 # tolerance is measured again in fresh processes, this many at most, and passes if one of
 # them is within it (a broken method is off in every one)
 TF_PEAK_RETRIES = 2
-RECURRENT = frozenset({"LSTM", "GRU", "SimpleRNN", "RNN", "Bidirectional", "ConvLSTM1D",
-                       "ConvLSTM2D", "ConvLSTM3D", "TimeDistributed"})
+LOOP_FAMILIES = frozenset({"rnn", "convolutional_recurrent"})
 
 
 def _runs_loops(row: dict) -> bool:
     """Whether the row's model (memlint's graph of it, nested calls opened) has a layer that
-    TensorFlow runs as a while loop; a model memlint finds no graph of counts as one."""
+    TensorFlow may run as a while loop: a recurrent one (the registry's "rnn" and
+    "convolutional_recurrent" families), or a TimeDistributed one (Keras's vectorized_map,
+    whose ops TensorFlow cannot vectorise run in a while loop); a model memlint finds no
+    graph of counts as one."""
     from harness.proxy import memlint_graphs
+    from memlint.layers.base import REGISTRY
     from memlint.memory.nesting import opened
     graph = memlint_graphs([step_oracle.ROOT / row["fixture"]]).get(
         (row["fixture"], row["model"]))
-    return graph is None or any(layer.type in RECURRENT for layer in opened(graph).layers)
+    if graph is None:
+        return True
+    return any(layer.type == "TimeDistributed" or getattr(REGISTRY.get(layer.type), "family",
+                                                          None) in LOOP_FAMILIES
+               for layer in opened(graph).layers)
 
 
 SPECS = {"torch": torch_step.SPEC, "tensorflow": tf_step.SPEC}

@@ -471,31 +471,26 @@ class _ConvTranspose(_Conv):
                        config["filters"])  # the output, padded by one where "same" is uneven
         if same and any((k - s) % 2 for k, s in zip(kernel, strides)):
             out.append(Saved("padded output", wider, when="forward", profiles=NOT_TORCH))
-        if same and len(kernel) == 2 and any((k - s) % 2 and k - s >= 3
-                                             for k, s in zip(kernel, strides)):
-            # an uneven "same" padding of three or more (kernel 5, stride 2): XLA pads the
-            # output's gradient by kernel minus stride, and the kernel's gradient also
-            # reads a batch-minor copy of the input dilated by the strides (H100 and T4
-            # plans of two Conv2DTranspose(C, 5 or 7, strides=2, "same") layers: f32[64, 27,
-            # 27, 32] and two f32[32, 31, 31, 32] beside the output's gradient; the walk
-            # orders them, Walk.transposed_backward; Conv1DTranspose's plans hold neither)
-            grad = shaped([o + (k - s) * ((k - s) % 2) for o, k, s in zip(
-                outs[spatial], kernel, strides)], config["filters"])
-            minor = shaped([(n - 1) * st + 1 for n, st in zip(ins[spatial], strides)],
-                           channels)
+        if same and len(kernel) <= 2:
+            grad, copies = wider, []
+            if len(kernel) == 2 and any((k - s) % 2 and k - s >= 3
+                                        for k, s in zip(kernel, strides)):
+                # an uneven "same" padding of three or more (kernel 5, stride 2): XLA pads
+                # the output's gradient by kernel minus stride, and the kernel's gradient
+                # also reads a batch-minor copy of the input dilated by the strides (H100
+                # and T4 plans of two Conv2DTranspose(C, 5 or 7, strides=2, "same") layers:
+                # f32[64, 27, 27, 32] and two f32[32, 31, 31, 32] beside the output's
+                # gradient; the walk orders them, Walk.transposed_backward;
+                # Conv1DTranspose's plans hold neither)
+                grad = shaped([o + (k - s) * ((k - s) % 2) for o, k, s in zip(
+                    outs[spatial], kernel, strides)], config["filters"])
+                copies = [Saved("dilated input, batch-minor", shaped(
+                    [(n - 1) * st + 1 for n, st in zip(ins[spatial], strides)], channels),
+                    needed_for="weights", when="backward", profiles=("xla",))]
             return out + [Saved("padded output gradient", grad, needed_for="weights",
                                 when="backward", profiles=("xla",)),
                           Saved("output gradient, batch-minor", grad, needed_for="weights",
-                                when="backward", profiles=("xla",)),
-                          Saved("dilated input, batch-minor", minor, needed_for="weights",
-                                when="backward", profiles=("xla",)),
-                          Saved("dilated input", dilated, needed_for="weights",
-                                when="backward", profiles=("tf-graph", "default"))]
-        if same and len(kernel) <= 2:
-            return out + [Saved("padded output gradient", wider, needed_for="weights",
-                                when="backward", profiles=("xla",)),
-                          Saved("output gradient, batch-minor", wider, needed_for="weights",
-                                when="backward", profiles=("xla",)),
+                                when="backward", profiles=("xla",))] + copies + [
                           Saved("dilated input", dilated, needed_for="weights",
                                 when="backward", profiles=("tf-graph", "default"))]
         if same or len(kernel) > 2:
