@@ -377,7 +377,13 @@ class XlaFusion:
         element-wise call on the batch alone (a Rescaling of the input), read only by Dense
         products that compute it as they read it: the batch is a step argument, alive anyway
         (Rescaling(1/255) -> Dense(256, relu) -> Dense(10), H100: +3.3% -> +0.6% at batch
-        32, +15.2% -> +3.7% at 256).  A window pooling is computed
+        32, +15.2% -> +3.7% at 256).  In training too, a chain of element-wise calls
+        read only by a one-filter strided transposed convolution (:func:`_dilates_in_a_fusion`),
+        whose zero-dilated operand's pad fusion computes the chain as it writes (H100, A100
+        and T4 plans of the TensorFlow tutorial's DCGAN generator, BatchNormalization ->
+        LeakyReLU -> Conv2DTranspose(1, 5, strides=2): no normalisation output at the
+        forward's end, the convolution's output and statistics kept for its backward).
+        A window pooling is computed
         where every reader (through reshapes) is a call of a merged product: the operand
         XLA concatenates for it reads the pooling's input, also through reshapes and
         element-wise calls such as a batch normalisation (H100 predict plans of siamese
@@ -410,8 +416,8 @@ class XlaFusion:
         if self.train:
             return self._read_through_elementwise(
                 key, depth, lambda reader, k: _is_global_max_pooling(reader)
-                or self.reduced_product(reader) or reader.type == "Concatenate",
-                reshapes=True)
+                or self.reduced_product(reader) or reader.type == "Concatenate"
+                or _dilates_in_a_fusion(reader), reshapes=True)
         # a concatenation of slices is written for a product (H100 predict plan of six
         # slices of one input concatenated into a Dense: one fusion slices and writes the
         # concatenation, which the product reads)
@@ -1076,6 +1082,38 @@ class XlaFusion:
         return tuple(out_shape[1:]) in self.pool_zeros or ins[0].centred or (
             self.nchw_update and self._all_readers(key, lambda reader: (
                 _recomputes_its_input_in_backward(reader, bool(self.gemm_workspace)))))
+
+    def batch_minor_in_backward(self, input_key, ins) -> bool:
+        """Whether a one-filter strided transposed convolution's batch-minor copy of its input
+        (``Conv2DTranspose.saved``, its kernel gradient's operand) is made in the backward,
+        where float32 convolutions are NHWC (Hopper): its input is never written (an
+        element-wise chain over a batch normalisation), and the copy's fusion recomputes the
+        chain from what the normalisation keeps (its input and statistics), so nothing of it
+        stays from the forward.  H100 plans (Adam) of DCGAN generators, Dense ->
+        BatchNormalization -> LeakyReLU -> Reshape -> Conv2DTranspose (strides 2 and 1) ->
+        ... -> LeakyReLU -> Conv2DTranspose(1, 3 or 5, strides=2), latents of 64 to 128,
+        at batches 32 and 256: ``f32[64, 27, 27, 256]`` made as the layer's backward starts
+        (TensorFlow's tutorial model, batch 256), memlint 21-52% over with it kept from the
+        forward, -2% to +5% without.  The T4's NCHW plans keep a copy from the forward
+        (-5% to -14% with the rule there); an input a kernel wrote (Dense -> Reshape) is
+        copied in the forward on some Hopper plans and in the backward on others: the copy
+        stays counted from the forward there."""
+        return self.profile.sign == "xla" and self.train and not self.nchw_float32 \
+            and bool(ins) and not ins[0].materialized and self._over_normalization(input_key)
+
+    def _over_normalization(self, key, depth: int = 8) -> bool:
+        """Whether the tensor ``key`` is a batch normalisation's output, or an element-wise
+        call's or a reshape's over one (``depth`` calls deep at most)."""
+        if depth <= 0 or not isinstance(key[0], int):
+            return False
+        layer = self.graph.layers[key[0]]
+        if layer.type == "BatchNormalization":
+            return True
+        kind = REGISTRY.get(layer.type)
+        if not (layer.type in _RESHAPES or (kind is not None and kind.elementwise)):
+            return False
+        inputs = self.call_inputs(layer, key[1])
+        return len(inputs) == 1 and self._over_normalization(inputs[0], depth - 1)
 
     def resolve_sign(self, ins, out_shape) -> Saved:
         """What a ReLU-like function keeps: XLA keeps its input when a kernel of its own
