@@ -1400,8 +1400,8 @@ class Walk(XlaFusion):
         Never a transposed convolution's without strides, whose kernel gradient and update
         XLA runs at the layer's backward (H100 plan of the TensorFlow tutorial's DCGAN
         generator at batch 32: the 5x5x128x256 kernel's gradient and new slot values at its
-        layer, the strided layers' deferred; six Conv2DTranspose(256, 3) on 8x8 maps at
-        batches 4 and 32 on the H100 and the T4: memlint 19% to 60% over deferring them,
+        layer, a strided layer's deferred; six Conv2DTranspose(256, 3) on 8x8 maps at
+        batches 4 and 32 on the H100 and the T4: memlint 10% to 60% over deferring them,
         5% to 21% over without)."""
         convolution = self.library_output(REGISTRY.get(call.layer.type))  # a cuDNN call
         if not (self.profile.sign == "xla" and single_call and size > 0

@@ -379,10 +379,11 @@ class XlaFusion:
         (Rescaling(1/255) -> Dense(256, relu) -> Dense(10), H100: +3.3% -> +0.6% at batch
         32, +15.2% -> +3.7% at 256).  In training too, a chain of element-wise calls
         read only by a one-filter strided transposed convolution (:func:`_dilates_in_a_fusion`),
-        whose zero-dilated operand's pad fusion computes the chain as it writes (H100, A100
-        and T4 plans of the TensorFlow tutorial's DCGAN generator, BatchNormalization ->
-        LeakyReLU -> Conv2DTranspose(1, 5, strides=2): no normalisation output at the
-        forward's end, the convolution's output and statistics kept for its backward).
+        whose zero-dilated operand's pad fusion computes the chain as it writes (H100 plans
+        of the TensorFlow tutorial's DCGAN generator, BatchNormalization -> LeakyReLU ->
+        Conv2DTranspose(1, 5, strides=2): no normalisation output at the forward's end, the
+        convolution's output and statistics kept for its backward; its T4 and A100 rows
+        within 1.1% at batches 4 and 32, the T4's at 256 +40.3% -> +32.1%).
         A window pooling is computed
         where every reader (through reshapes) is a call of a merged product: the operand
         XLA concatenates for it reads the pooling's input, also through reshapes and
@@ -1094,7 +1095,8 @@ class XlaFusion:
         ... -> LeakyReLU -> Conv2DTranspose(1, 3 or 5, strides=2), latents of 64 to 128,
         at batches 32 and 256: ``f32[64, 27, 27, 256]`` made as the layer's backward starts
         (TensorFlow's tutorial model, batch 256), memlint 21-52% over with it kept from the
-        forward, -2% to +5% without.  The T4's NCHW plans keep a copy from the forward
+        forward, 2-12% over with it made there and the chain never written
+        (:meth:`fused_into_reader`).  The T4's NCHW plans keep a copy from the forward
         (-5% to -14% with the rule there); an input a kernel wrote (Dense -> Reshape) is
         copied in the forward on some Hopper plans and in the backward on others: the copy
         stays counted from the forward there."""
