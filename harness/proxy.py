@@ -102,9 +102,12 @@ def memlint_estimate(graph, plan: dict, profile_name: str = "xla", compute_capab
     import dataclasses
     import inspect
 
-    if "loss" in {f.name for f in dataclasses.fields(setup)}:
+    fields = {f.name for f in dataclasses.fields(setup)}
+    if "loss" in fields:
         # the harness compiles every model with an MSE loss (keras_step.compile_for)
         setup = replace(setup, loss=HARNESS_LOSS, loss_source="the harness's compile()")
+    if "output_losses" in fields:  # on every output
+        setup = replace(setup, output_losses=None)
 
     # memlint before v2 (the stored baseline, run from its commit) takes no GPU
     parameters = inspect.signature(estimate).parameters

@@ -191,6 +191,10 @@ class TrainingSetup:
     # custom function, or no compile), and where it came from
     loss: Optional[str] = None
     loss_source: str = ""
+    # where compile() gives one loss per output: a list in the model's output order, or a
+    # dict by output name, of canonical names ("" for an output given no loss, None for one
+    # not known); None where one loss serves every output
+    output_losses: Optional[object] = None
     # what the model is fed: one element shape per model input, batch dimension excluded
     # (None: not known from the code), and where it came from (with the line)
     data_shapes: Optional[list] = None

@@ -99,6 +99,23 @@ def test_loss_from_compile(compile_call, loss):
     assert "compile()" in setup.loss_source
 
 
+@pytest.mark.parametrize("compile_call,loss,per_output", [
+    ("model.compile('adam', loss=['sparse_categorical_crossentropy', None])",
+     "sparse_categorical_crossentropy", ["sparse_categorical_crossentropy", ""]),
+    ("model.compile('adam', loss={'logits': 'mse', 'aux': None})", "mean_squared_error",
+     {"logits": "mean_squared_error", "aux": ""}),
+    ("model.compile('adam', loss=['mse', my_loss])", None, ["mean_squared_error", None]),
+    ("model.compile('adam', loss='sparse_categorical_crossentropy')",
+     "sparse_categorical_crossentropy", None),
+])
+def test_each_output_s_loss_from_compile(compile_call, loss, per_output):
+    """compile()'s loss per output where it gives a list or a dict (an output given None
+    is fed no target); one loss for every output otherwise."""
+    setup = setup_of("def my_loss(y, p):\n    return y - p\n" + compile_call + "\n")
+    assert setup.loss == loss
+    assert setup.output_losses == per_output
+
+
 def test_no_compile_is_an_explicit_assumption():
     setup = setup_of("")
     assert setup.optimizer.source.startswith("assumed")

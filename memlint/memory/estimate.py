@@ -113,7 +113,9 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
                  "probabilities)",
         "live": "layer outputs alive at that moment and not kept for backward",
         "data": "the model inputs at the batch size (in the variables' dtype)",
-        "targets": "the targets at the batch size, shaped like the model outputs",
+        "targets": "the targets at the batch size, shaped like the model outputs (class "
+                   "ids for a sparse categorical cross-entropy; none for an output "
+                   "compile() gives no loss)",
         "predictions": "the predict step's results, in buffers of their own from the "
                        "step's start (XLA's output buffers)",
         "grad": "gradients of activations alive at that moment",

@@ -352,9 +352,9 @@ class Walk(XlaFusion):
             if ci < len(layer.inbound) or ci < len(layer.output_shapes) or ci == 0:
                 self.calls_left[li] = self.calls_left.get(li, 0) + 1
 
-        if self.train:  # the targets are step arguments too, shaped like the outputs
+        if self.train:  # the targets are step arguments too
             outputs = self.model_outputs(layers, order)
-            self.alloc(*self.targets(outputs), "targets", "targets")
+            self.alloc(*self.targets(self.target_sizes(layers, order)), "targets", "targets")
             tables = self.pointer_tables(layers, order, len(outputs))
             self.alloc(0, tables * POINTER_TABLE_SLOT, "tables",
                        f"pointer tables of {tables} multi-output kernels")
@@ -478,6 +478,11 @@ class Walk(XlaFusion):
     def model_outputs(self, layers: list, order: list) -> list:
         """(per sample, fixed) bytes of each model output (an output no layer reads), in the
         variables' dtype (the batch's); None where its size is unknown."""
+        return [size for _name, _ci, _k, size, _shape in self.output_tensors(layers, order)]
+
+    def output_tensors(self, layers: list, order: list) -> list:
+        """Each model output as (layer name, call, output, (per sample, fixed) bytes in the
+        variables' dtype or None, shape or None), in call order."""
         out = []
         for li, ci in order:
             layer = layers[li]
@@ -486,8 +491,47 @@ class Walk(XlaFusion):
             self.factor = layer.batches_of(ci)
             sizes = self.sizes(layer, layer.output_shapes[ci], self.prec.variable_bytes)
             self.factor = 1
-            out += [size for k, size in enumerate(sizes) if self.is_output(layer, li, ci, k)]
+            shapes = as_shape_list(layer.output_shapes[ci])
+            out += [(layer.name, ci, k, size, shapes[k] if k < len(shapes) else None)
+                    for k, size in enumerate(sizes) if self.is_output(layer, li, ci, k)]
         return out
+
+    def target_sizes(self, layers: list, order: list) -> list:
+        """(per sample, fixed) bytes of each model output's target in a training step (None
+        where unknown): shaped like the output, in the variables' dtype, except where
+        compile() names the output's loss: none for an output given no loss (Keras feeds it
+        no target), and class ids for a sparse categorical cross-entropy, one per position of
+        the output without its class axis (int32 under XLA, whose JAX backend keeps no
+        64-bit integers; int64 elsewhere, as NumPy and torch make them): a language model's
+        targets over a 20,000-word vocabulary are 80 ids a sequence, not 1.6 M floats."""
+        out = []
+        for index, (name, ci, k, size, shape) in enumerate(self.output_tensors(layers, order)):
+            loss = self.output_loss(name, ci, k, index)
+            if loss == "":
+                size = (0, 0)
+            elif loss == "sparse_categorical_crossentropy" and isinstance(shape, tuple) \
+                    and len(shape) >= 2:
+                ids = self.shape_size(shape[:-1], 4 if self.profile.sign == "xla" else 8)
+                size = ids if ids is not None else size
+            out.append(size)
+        return out
+
+    def output_loss(self, name: str, ci: int, k: int, index: int):
+        """The loss compile() gives the model output ``(name, ci, k)``, the ``index``-th the
+        walk meets (``setup.output_losses``; the model's declared outputs give the order of
+        a list, the output layer's name a dict's key); the one loss of every output where
+        compile() names one (``setup.loss``)."""
+        losses = self.setup.output_losses
+        if isinstance(losses, dict):
+            names = {name, name.split("/")[0], name.split("/")[-1]}
+            found = [v for key, v in losses.items() if key in names]
+            return found[0] if found else None
+        if isinstance(losses, (list, tuple)):
+            declared = [tuple(key) for key in self.graph.outputs]
+            if (name, ci, k) in declared:
+                index = declared.index((name, ci, k))
+            return losses[index] if index < len(losses) else None
+        return self.setup.loss
 
     @staticmethod
     def targets(outputs: list) -> tuple:

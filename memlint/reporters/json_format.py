@@ -53,6 +53,7 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "optimizer_source": setup.optimizer.source,
         "loss": setup.loss,
         "loss_source": setup.loss_source or None,
+        "output_losses": setup.output_losses,
         "dtype_policy": setup.dtype_policy,
         "backend": setup.backend,
         "backend_source": setup.backend_source,

@@ -42,14 +42,30 @@ def _one(value: Any) -> Optional[str]:
     return None
 
 
+def output_losses(value: Any):
+    """Each output's loss where compile() gives one per output: a list (in the model's
+    output order) or a dict (output name -> loss) of canonical names, ``""`` for an output
+    given no loss (``None``: Keras feeds it no target), None for one not known; None where
+    compile() gives one loss for every output (or nothing readable)."""
+    def one(v):
+        return "" if v is None else _one(v)
+    if isinstance(value, dict):
+        return {k: one(v) for k, v in value.items() if isinstance(k, str)}
+    if isinstance(value, (list, tuple)):
+        return [one(v) for v in value]
+    return None
+
+
 def loss_name(value: Any) -> tuple:
     """(canonical name or None, what it is) of a compile() ``loss`` argument.  Several
     outputs' losses give the first one's name when they all name the same loss, else None."""
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        names = {_one(v) for v in value}
+        names = {_one(v) for v in value if v is not None}
         if len(names) == 1 and None not in names:
+            if any(v is None for v in value):
+                return names.pop(), "every output's loss (some outputs take none)"
             return names.pop(), "every output's loss"
         return None, "the outputs' losses differ or are not all known"
     name = _one(value)

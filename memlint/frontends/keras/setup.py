@@ -7,7 +7,7 @@ import math
 
 from memlint.frontends.keras.calls import optimizer_spec
 from memlint.frontends.keras.devices import PerReplica
-from memlint.frontends.keras.losses import loss_name
+from memlint.frontends.keras.losses import loss_name, output_losses
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
 from memlint.frontends.keras.training_loops import SHARED_STEP, TRAIN_CALL, applied_optimizer
@@ -34,6 +34,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
         setup.optimizer = applied_optimizer(state) or setup.optimizer
     setup.jit_compile = _jit_compile(usage)
     setup.loss, setup.loss_source = _loss(usage)
+    setup.output_losses = _output_losses(usage)
 
     calls = [(method, call) for method in ("train_on_batch", "fit", "fit_generator")
              for call in usage.get(method, [])]
@@ -267,6 +268,14 @@ def _loss(usage: dict) -> tuple:
         name, what = loss_name(value)
         return name, f"{what} in compile() at line {loc.line}"
     return None, "no compile() found"
+
+
+def _output_losses(usage: dict):
+    """Each output's loss where the first compile() gives one per output (a list or a
+    dict, :func:`output_losses`), else None."""
+    for args, kwargs, _loc in usage.get("compile", []):
+        return output_losses(args[1] if len(args) > 1 else kwargs.get("loss"))
+    return None
 
 
 def _optimizers(usage: dict) -> list:
