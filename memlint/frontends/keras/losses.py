@@ -65,7 +65,7 @@ def loss_name(value: Any) -> tuple:
         names = {_one(v) for v in value if v is not None}
         if len(names) == 1 and None not in names:
             if any(v is None for v in value):
-                return names.pop(), "every output's loss (some outputs take none)"
+                return names.pop(), "the loss of the outputs given one"
             return names.pop(), "every output's loss"
         return None, "the outputs' losses differ or are not all known"
     name = _one(value)
