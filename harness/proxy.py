@@ -15,11 +15,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from harness.estimates import with_harness_loss
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 DATA = ROOT / "tests" / "data" / "xla_proxy.json"
 BATCH = 4
-HARNESS_LOSS = "mean_squared_error"  # keras_step.compile_for compiles every model with "mse"
 
 
 def fixture_files() -> list:
@@ -99,15 +100,9 @@ def memlint_estimate(graph, plan: dict, profile_name: str = "xla", compute_capab
                     optimizer=OptimizerSpec(plan["optimizer"], plan["optimizer_options"],
                                             "harness"),
                     dtype_policy=plan.get("dtype_policy", graph.setup.dtype_policy))
-    import dataclasses
     import inspect
 
-    fields = {f.name for f in dataclasses.fields(setup)}
-    if "loss" in fields:
-        # the harness compiles every model with an MSE loss (keras_step.compile_for)
-        setup = replace(setup, loss=HARNESS_LOSS, loss_source="the harness's compile()")
-    if "output_losses" in fields:  # on every output
-        setup = replace(setup, output_losses=None)
+    setup = with_harness_loss(setup)
 
     # memlint before v2 (the stored baseline, run from its commit) takes no GPU
     parameters = inspect.signature(estimate).parameters

@@ -26,9 +26,9 @@ HEAD = "import keras\nfrom keras import layers as L\n"
 
 
 def graph_of(body: str, batch: int = 8, optimizer: str = "sgd", mode: str = "train",
-             policy: str = "float32"):
+             policy: str = "float32", loss: str = "'mse'"):
     result = analyze_source(HEAD + body + f"\nmodel.compile(optimizer='{optimizer}', "
-                            f"loss='mse')\nmodel.fit(x, y, batch_size={batch})\n", "m.py")
+                            f"loss={loss})\nmodel.fit(x, y, batch_size={batch})\n", "m.py")
     graph = [g for g in result.models if g.variable == "model"][0].for_memory()
     graph.setup = replace(graph.setup, mode=mode, dtype_policy=policy,
                           optimizer=OptimizerSpec(optimizer, {}, "test"))
@@ -3265,15 +3265,11 @@ def test_a_transposed_convolution_without_strides_updates_its_kernel_at_its_laye
 
 
 def _language_model(vocab: int, loss: str):
-    src = ("import keras\nfrom keras import layers as L\n"
-           "i = keras.Input((80,), dtype='int32')\n"
-           f"h = L.Dense(256, activation='relu')(L.Embedding({vocab}, 256)(i))\n"
-           f"logits = L.Dense({vocab}, name='logits')(h)\n"
-           "model = keras.Model(i, [logits, h])\n"
-           f"model.compile(optimizer='adam', loss={loss})\n"
-           "model.fit(x, y, batch_size=32)\n")
-    return [g for g in analyze_source(src, "m.py").models
-            if g.variable == "model"][0].for_memory()
+    body = ("i = keras.Input((80,), dtype='int32')\n"
+            f"h = L.Dense(256, activation='relu')(L.Embedding({vocab}, 256)(i))\n"
+            f"logits = L.Dense({vocab}, name='logits')(h)\n"
+            "model = keras.Model(i, [logits, h])")
+    return graph_of(body, batch=32, optimizer="adam", loss=loss)
 
 
 def test_sparse_targets_are_class_ids_and_an_output_without_a_loss_has_none():

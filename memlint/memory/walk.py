@@ -353,8 +353,8 @@ class Walk(XlaFusion):
                 self.calls_left[li] = self.calls_left.get(li, 0) + 1
 
         if self.train:  # the targets are step arguments too
-            outputs = self.model_outputs(layers, order)
-            self.alloc(*self.targets(self.target_sizes(layers, order)), "targets", "targets")
+            outputs = self.output_tensors(layers, order)
+            self.alloc(*self.targets(self.target_sizes(outputs)), "targets", "targets")
             tables = self.pointer_tables(layers, order, len(outputs))
             self.alloc(0, tables * POINTER_TABLE_SLOT, "tables",
                        f"pointer tables of {tables} multi-output kernels")
@@ -496,16 +496,17 @@ class Walk(XlaFusion):
                     for k, size in enumerate(sizes) if self.is_output(layer, li, ci, k)]
         return out
 
-    def target_sizes(self, layers: list, order: list) -> list:
-        """(per sample, fixed) bytes of each model output's target in a training step (None
-        where unknown): shaped like the output, in the variables' dtype, except where
-        compile() names the output's loss: none for an output given no loss (Keras feeds it
-        no target), and class ids for a sparse categorical cross-entropy, one per position of
-        the output without its class axis (int32 under XLA, whose JAX backend keeps no
-        64-bit integers; int64 elsewhere, as NumPy and torch make them): a language model's
-        targets over a 20,000-word vocabulary are 80 ids a sequence, not 1.6 M floats."""
+    def target_sizes(self, outputs: list) -> list:
+        """(per sample, fixed) bytes of the target of each of the ``outputs``
+        (:meth:`output_tensors`) in a training step (None where unknown): shaped like the
+        output, in the variables' dtype, except where compile() names the output's loss:
+        none for an output given no loss (Keras feeds it no target), and class ids for a
+        sparse categorical cross-entropy, one per position of the output without its class
+        axis (int32 under XLA, whose JAX backend keeps no 64-bit integers; int64 elsewhere,
+        as NumPy and torch make them): a language model's targets over a 20,000-word
+        vocabulary are 80 ids a sequence, not 1.6 M floats."""
         out = []
-        for index, (name, ci, k, size, shape) in enumerate(self.output_tensors(layers, order)):
+        for index, (name, ci, k, size, shape) in enumerate(outputs):
             loss = self.output_loss(name, ci, k, index)
             if loss == "":
                 size = (0, 0)
