@@ -486,6 +486,27 @@ def test_mem004_fit_without_a_resolved_model():
     assert [d.line for d in mem004(source)] == [4]
 
 
+def test_mem004_points_at_the_trained_model():
+    # a preprocessing Sequential built first and only mapped over the data is not what
+    # takes the GPU: the diagnostic names the model that fit() trains
+    source = ("from tensorflow import keras\n\n"
+              "augment = keras.Sequential([keras.layers.RandomFlip('horizontal')])\n"
+              "inputs = keras.Input(shape=(8,))\n"
+              "model = keras.Model(inputs, keras.layers.Dense(1)(inputs))\n" + FIT)
+    found = mem004(source)
+    assert [d.line for d in found] == [5]
+    assert "builds model 'functional' here and trains it" in found[0].message
+
+
+def test_mem004_untrained_model_is_not_said_to_be_trained():
+    source = ("from tensorflow import keras\n\n" + MODEL
+              + "model.predict(x, batch_size=4)\nother = keras.models.load_model('m')\n"
+              "other.fit(x, y)\n")
+    found = mem004(source)
+    assert [d.line for d in found] == [3]
+    assert "and trains it" not in found[0].message
+
+
 def test_mem004_silent_without_framework_or_model():
     assert mem004("import torch\nmodel = torch.nn.Linear(8, 1)\nmodel.fit(x, y)\n") == []
     assert mem004("import tensorflow as tf\nprint(tf.__version__)\n") == []

@@ -386,7 +386,7 @@ class MissingAllowGrowth(Rule):
 
     def _missing(self, ctx, scanner, models, trains, first_import) -> Diagnostic:
         if models:
-            model = min(models, key=lambda m: (m.location.line, m.location.column))
+            model = _anchor_model(models)
             location = model.location
             doing = f"builds model '{model.name}' here"
         elif trains:
@@ -396,7 +396,7 @@ class MissingAllowGrowth(Rule):
         else:  # pragma: no cover - check() returns before this
             location = Location(ctx.path, first_import.line, first_import.column)
             doing = "uses a model"
-        trained = " and trains it" if models and trains else ""
+        trained = " and trains it" if models and trains and _trained(model) else ""
         message = (f"this file {doing}{trained} with TensorFlow/Keras but never limits GPU "
                    "memory: TensorFlow maps nearly all of the GPU's memory when it starts, so "
                    "a second process on the same GPU fails with out-of-memory and nvidia-smi "
@@ -448,3 +448,21 @@ class MissingAllowGrowth(Rule):
                    "TensorFlow and before any model, layer or tensor is created.")
         return self.diagnostic(ctx, Location(ctx.path, setting.line, setting.column), message,
                                severity="warning", data={"reason": "late"})
+
+
+def _trained(graph) -> bool:
+    """Whether the code trains ``graph`` (a fit, train_on_batch or training call found)."""
+    return graph.setup.mode == "train" and graph.setup.location is not None
+
+
+def _anchor_model(models: list):
+    """The model the diagnostic points at: the first the code trains, else the first the
+    code runs (predict), else the first built (a preprocessing Sequential built above the
+    trained model is not the one that takes the GPU)."""
+    def first(graphs):
+        return min(graphs, key=lambda m: (m.location.line, m.location.column))
+    for accept in (_trained, lambda g: g.setup.location is not None):
+        chosen = [m for m in models if accept(m)]
+        if chosen:
+            return first(chosen)
+    return first(models)
