@@ -144,8 +144,9 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
     settings, path, budget = report.settings, report.path, report.budget
     detected = None  # the backend the source states: one look per file
     # a model that only runs inside others is in their steps (TrainingSetup.part_of)
-    report.parts = [graph for graph in models if graph.setup.part_of]
-    models = [graph for graph in models if not graph.setup.part_of]
+    # and one only a tf.data map() runs is on the host (TrainingSetup.pipeline)
+    report.parts = [graph for graph in models if graph.setup.part_of or graph.setup.pipeline]
+    models = [graph for graph in models if not (graph.setup.part_of or graph.setup.pipeline)]
     for graph in models:
         apply_overrides(graph, settings)
         if settings.backend:

@@ -216,6 +216,10 @@ class TrainingSetup:
     # and the report leaves it out
     part_of: list = field(default_factory=list)
     part_idle: bool = False  # those models hold it, and their steps never run it
+    # where nothing else runs it, the tf.data map() calls that run it on the pipeline's data
+    # ("map() at line 35"): the input pipeline runs on the host, so it has no GPU step, and
+    # the report leaves it out
+    pipeline: str = ""
     # values the code leaves unknown that the user gave (``--dim vocab_size=20000``), as
     # "vocab_size = 20000 (--dim, line 15)"
     given_values: list = field(default_factory=list)

@@ -311,3 +311,64 @@ def test_a_sequentials_symbolic_tensors_are_named_as_not_modelled():
     notes = [d.message for d in report.diagnostics if d.code == "MEM900"]
     assert any("symbolic input of Sequential model 'base'" in note for note in notes), notes
     assert not any("BoundMethod" in note for note in notes)
+
+
+AUGMENTED = textwrap.dedent("""
+    import tensorflow as tf
+    from tensorflow import keras
+    from tensorflow.keras import layers
+
+    augment = keras.Sequential([layers.RandomCrop(28, 28), layers.RandomFlip("horizontal")],
+                               name="augment")
+    images = tf.zeros((1000, 32, 32, 3))
+    labels = tf.zeros((1000,), dtype="int32")
+    ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(64)
+    ds = ds.map(lambda x, y: (augment(x), y))
+    inputs = keras.Input((28, 28, 3))
+    x = layers.Conv2D(8, 3)(inputs)
+    outputs = layers.Dense(10)(layers.GlobalAveragePooling2D()(x))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.fit(ds, epochs=2)
+""")
+
+
+def test_a_model_only_a_dataset_map_runs_is_in_the_input_pipeline():
+    """keras.io's augmentation Sequential mapped over the batches (ConvMixer, CIFAR-10
+    examples): tf.data runs it on the host, so it has no GPU step of its own; no estimate
+    at an assumed batch, no "input shape unknown" for it, and the report says where it
+    runs.  The trained model is fed the mapped batches (crops of 28x28)."""
+    report = analyze_text(AUGMENTED, "aug.py", Settings(gpu="1GiB"))
+    assert [graph.variable for graph in report.models] == ["model"]
+    assert [(graph.variable, graph.setup.pipeline, graph.setup.part_of)
+            for graph in report.parts] == [("augment", "map() at line 11", [])]
+    assert all(diag.model != "augment" for diag in report.diagnostics)
+    assert not any("augment" in diag.message for diag in report.diagnostics)
+    assert report.models[0].setup.batch_size == 64
+    from memlint.reporters import json_format, text
+    assert ("Model 'augment' (Sequential) at aug.py:6: runs only in the tf.data input "
+            "pipeline (map() at line 11), which runs on the host") in \
+        text.render_report([report], [], None)
+    assert [(p["variable"], p["pipeline"]) for p in json_format.document([report], [])
+            ["parts"]] == [("augment", "map() at line 11")]
+
+
+def test_a_mapped_model_the_trained_model_also_runs_is_part_of_it():
+    """Mapped over the data and also the trained model's first layer: it runs on the GPU
+    inside that model, as its part."""
+    source = AUGMENTED.replace("x = layers.Conv2D(8, 3)(inputs)",
+                               "x = layers.Conv2D(8, 3)(augment(inputs))")
+    source = source.replace("keras.Input((28, 28, 3))", "keras.Input((32, 32, 3))")
+    report = analyze_text(source, "aug.py", Settings())
+    assert [(graph.variable, graph.setup.part_of, graph.setup.pipeline)
+            for graph in report.parts] == [("augment", [report.models[0].name], "")]
+    assert [graph.variable for graph in report.models] == ["model"]
+
+
+def test_a_model_called_on_data_outside_a_map_keeps_its_own_report():
+    """Called on an array at module level (eager inference on the GPU), not in a map()."""
+    source = AUGMENTED + "preview = augment(images[:8])\n"
+    source = source.replace("ds = ds.map(lambda x, y: (augment(x), y))\n", "")
+    report = analyze_text(source, "aug.py", Settings())
+    assert "augment" in [graph.variable for graph in report.models]
+    assert not report.parts

@@ -197,6 +197,9 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         if isinstance(func, (SequentialModel, FunctionalModel)) and \
                 training_loops.trains(interp, kwargs):  # a custom training loop's step
             training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)
+        elif isinstance(func, (SequentialModel, FunctionalModel)) and \
+                interp.dataset_map is not None:
+            func.mapped_by.append(interp.dataset_map)
         return data.apply_to_data(func, args[0])
     if isinstance(func, (LayerRef, OpaqueLayer)):
         return models.call_layer(interp, func, args, kwargs, node)

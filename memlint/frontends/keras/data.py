@@ -431,7 +431,12 @@ def _mapped(interp, ds: Dataset, fn: Any, node, loc: Location) -> Any:
     batched = _map_leaves(ds.element, lambda a: _prepend(a, ds.batch)
                           if isinstance(ds.batch, int) else a)
     args = list(batched) if isinstance(batched, tuple) else [batched]
-    result = call_value(interp, fn, args, {}, node)
+    outer = interp.dataset_map
+    interp.dataset_map = loc  # a model the function calls runs in the pipeline (calls.py)
+    try:
+        result = call_value(interp, fn, args, {}, node)
+    finally:
+        interp.dataset_map = outer
     if isinstance(ds.batch, int):
         result = _map_leaves(result, _unbatched)
     element = _map_leaves(result, _as_element)

@@ -33,9 +33,11 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
     shape, source = sequential_input(model, input_override)
     graph = ModelGraph(name=model.name, location=model.location, kind="Sequential",
                        variable=model.variable)
-    if shape is None:
+    if shape is None and not (model.mapped_by and not model.usage):
+        # (one only a tf.data map() runs has no GPU step to size: held.mark_parts)
         state.note_unresolved(model.location, f"Sequential '{model.name}' input shape",
                               "no input_shape, Input or build() found; pass --input-shape")
+    if shape is None:
         tensor: Any = Tensor(None, reason="model input shape unknown")
     else:
         graph.input_shapes = [tuple(shape)]

@@ -13,7 +13,9 @@ its own at module level.  A compiled model is always its own: it has a train ste
 own on the GPU, even when it is also a part of another model (a GAN's discriminator).  A
 model that nothing runs on its own and that other reported models run as a layer, or whose
 layers are all in a model that runs, is marked as their part (:func:`mark_parts`): the
-analysis leaves it out of the estimates.
+analysis leaves it out of the estimates.  So is a model that only a tf.data ``map()``
+function runs (a ``data_augmentation`` Sequential mapped over the batches): the input
+pipeline runs on the host, not in a GPU step.
 """
 
 from __future__ import annotations
@@ -97,6 +99,18 @@ def mark_parts(models: list, graphs: list) -> None:
             if graph.setup.part_of:
                 used.append((_layer_ids(model), graph))
                 marked = True
+    for model, graph in zip(models, graphs):
+        mapped = getattr(model, "mapped_by", None)  # (a subclassed model has none)
+        if not model.usage and not graph.setup.part_of and mapped:
+            graph.setup.pipeline = _map_calls(mapped)
+
+
+def _map_calls(locations: list) -> str:
+    """``map() at line 35`` (``at lines 35 and 41``) for the map() calls that run a model."""
+    lines = sorted({loc.line for loc in locations})
+    if len(lines) == 1:
+        return f"map() at line {lines[0]}"
+    return "map() at lines " + ", ".join(map(str, lines[:-1])) + f" and {lines[-1]}"
 
 
 def _mark_part(model, graph, used: list, graphs: list) -> None:

@@ -186,6 +186,9 @@ class Interpreter(ExpressionEvaluator):
         # by the frontend, which has the source text)
         self.autograd = False
         self.no_grad_depth = 0
+        # the tf.data ``map()`` whose function is running (its Location; data.py): a model
+        # that function calls runs in the input pipeline, on the host
+        self.dataset_map = None
         self.try_handlers: list = []  # per enclosing ``try`` body: its handlers' names
         self.steps = 0  # statements and expressions evaluated (at most MAX_STEPS)
         self.deepest = 0  # deepest nesting of inlined calls reached (at most MAX_CALL_DEPTH)

@@ -154,6 +154,9 @@ class SequentialModel:
     dtype_policy: Optional[tuple] = None  # (global policy, where set) when its layers were made
     trainable: bool = True
     as_layer: Optional["ModelLayer"] = None  # the model used as a layer of another model
+    # the tf.data map() calls whose function runs the model on the pipeline's data
+    # (Locations): those calls run on the host, in the input pipeline
+    mapped_by: list = field(default_factory=list)
 
 
 @record(eq=False)
@@ -170,6 +173,9 @@ class FunctionalModel:
     dtype_policy: Optional[tuple] = None  # (global policy, where it was set) when created
     trainable: bool = True
     as_layer: Optional["ModelLayer"] = None  # the model used as a layer of another model
+    # the tf.data map() calls whose function runs the model on the pipeline's data
+    # (Locations): those calls run on the host, in the input pipeline
+    mapped_by: list = field(default_factory=list)
     built: bool = True
 
 
