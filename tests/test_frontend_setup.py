@@ -32,6 +32,11 @@ def setup_of(tail: str, head: str = ""):
     ("model.compile(optimizer=tf.optimizers.AdamW(use_ema=True), loss='mse')",
      "adamw", {"use_ema": True}),
     ("model.compile(loss='mse')", "rmsprop", {}),  # Keras's compile() default
+    # TensorFlow Addons' optimizers (keras.io's ConvMixer compiles with tfa's AdamW)
+    ("import tensorflow_addons as tfa\nopt = tfa.optimizers.AdamW(learning_rate=1e-3, "
+     "weight_decay=1e-4)\nmodel.compile(optimizer=opt, loss='mse')", "adamw", {}),
+    ("from tensorflow_addons.optimizers import RectifiedAdam\n"
+     "model.compile(RectifiedAdam(amsgrad=True), 'mse')", "rectifiedadam", {"amsgrad": True}),
 ])
 def test_optimizer_from_compile(compile_call, name, options):
     setup = setup_of(compile_call + "\n")

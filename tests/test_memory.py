@@ -51,6 +51,10 @@ def test_optimizer_slots_follow_keras():
     assert slots_per_variable(OptimizerSpec("adam", {"amsgrad": True})) == 3
     assert slots_per_variable(OptimizerSpec("rmsprop", {"centered": True, "momentum": 0.5})) == 3
     assert slots_per_variable(OptimizerSpec("adam", {"use_ema": True})) == 3
+    # TensorFlow Addons: NovoGrad's second moments are one number per variable
+    assert slots_per_variable(OptimizerSpec("novograd")) == 1
+    assert slots_per_variable(OptimizerSpec("rectifiedadam", {"amsgrad": True})) == 3
+    assert slots_per_variable(OptimizerSpec("sgdw", {"momentum": 0.9})) == 1
 
 
 def test_mixed_precision_halves_activations_not_weights():

@@ -25,6 +25,15 @@ _SLOTS = {
     "lion": (1, {}),
     "lamb": (2, {}),
     "adafactor": (0, {}),  # factored: counted per variable below
+    # TensorFlow Addons (tfa.optimizers): AdamW, LazyAdam, RectifiedAdam and AdaBelief keep
+    # Adam's two moments (a third with amsgrad), Yogi and LAMB two, SGDW a momentum,
+    # NovoGrad one first moment per weight (its second moments are one number per variable)
+    "lazyadam": (2, {"amsgrad": 1}),
+    "rectifiedadam": (2, {"amsgrad": 1}),
+    "adabelief": (2, {"amsgrad": 1}),
+    "yogi": (2, {}),
+    "sgdw": (0, {"momentum": 1}),
+    "novograd": (1, {}),
 }
 
 KNOWN = tuple(sorted(_SLOTS))

@@ -312,6 +312,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return models.call_layer(interp, layer, [inputs], {}, node)
     if name == "keras.layers.merge":
         return _keras1_merge(interp, args, kwargs, node)
+    if name.startswith("tensorflow_addons.optimizers.") and short.lower() in TFA_OPTIMIZERS:
+        return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
     if name.startswith("keras.optimizers.") and (
             short[:1].isupper() or short in KERAS2_OPTIMIZER_ALIASES):
         return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
@@ -557,6 +559,12 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
 # of the module's functions are not optimizers
 KERAS2_OPTIMIZER_ALIASES = frozenset({"sgd", "rmsprop", "adagrad", "adadelta", "adam",
                                       "adamax", "nadam"})
+
+
+# TensorFlow Addons' optimizers whose state memlint knows (memory/optimizers.py); its
+# wrappers (Lookahead, MovingAverage, SWA) hold another optimizer and stay unknown
+TFA_OPTIMIZERS = frozenset({"adamw", "sgdw", "lamb", "lazyadam", "rectifiedadam", "yogi",
+                            "adabelief", "novograd"})
 
 
 # ---------------------------------------------------------------------- helpers
