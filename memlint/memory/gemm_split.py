@@ -94,6 +94,19 @@ def partial_sum_bytes(rows: int, contracting: int, columns: int, short: bool = T
     return split_k(rows, contracting, columns, short) * rows * columns * 4
 
 
+def padded_left_bytes(rows: int, contracting: int, columns: int, itemsize: int = 4,
+                      short: bool = True) -> int:
+    """Bytes of the left operand's padded copy (``[rows, padded contracting]``) of a split
+    ``[rows, contracting] x [contracting, columns]`` product whose slices the contracting
+    size does not divide into whole 16-byte vectors (0: not split, or not padded); part of
+    :func:`partial_bytes`."""
+    split = split_k(rows, contracting, columns, short)
+    step = 16 // itemsize * split
+    if not split or not contracting % step:
+        return 0
+    return rows * (-(-contracting // step) * step) * itemsize
+
+
 def partial_bytes(rows: int, contracting: int, columns: int, itemsize: int = 4,
                   copy_right: bool = True, short: bool = True,
                   transposed: bool = False) -> int:

@@ -36,7 +36,7 @@ from typing import Optional
 from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
 from memlint.layers.base import REGISTRY, Saved, activation_need
 from memlint.memory.dtypes import Precision
-from memlint.memory.gemm_split import partial_bytes, partial_sum_bytes
+from memlint.memory.gemm_split import partial_bytes, partial_sum_bytes, padded_left_bytes
 from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
@@ -1352,6 +1352,7 @@ class Walk(XlaFusion):
                 selected.append(t)
             self.activation_done(call, selected)
             shape = layer.input_shapes[0] if layer.input_shapes else None
+            self.gradient_padded_away(call, shape, scratch)
             partials = self.split_partials(layer, shape, backward=True)
             self.event("backward", name)
             self.release(partials)
@@ -1913,10 +1914,8 @@ class Walk(XlaFusion):
         (:mod:`memlint.memory.gemm_split`) where products are Triton fusions (Ampere and
         Hopper): float32 and 16-bit products, the forward's ``x @ W`` and the backward's
         ``dy @ W.T``, and with ``kernel`` the kernel gradient's ``x.T @ dy``."""
-        if not (self.profile.sign == "xla" and not self.gemm_workspace
-                and self.compute_bytes in (2, 4)
-                and layer.type == "Dense" and isinstance(in_shape, tuple) and in_shape
-                and all(isinstance(d, int) for d in in_shape[1:])):
+        if not isinstance(in_shape, tuple) or not in_shape \
+                or self.split_partials_skipped(layer, in_shape):
             return None
         units = units or _units(layer)
         if not units:
@@ -1937,6 +1936,48 @@ class Walk(XlaFusion):
             return None
         what = "kernel gradient's split-K partial sums" if kernel else "split-K partial sums"
         return self.alloc(0, size, "work", f"{layer.name} {what}", layer.name)
+
+    def gradient_padded_away(self, call: "_Call", in_shape, scratch: list) -> None:
+        """Where a Dense's input gradient ``dy @ W.T`` is a split product whose contracting
+        size (the units) XLA pads (:func:`~memlint.memory.gemm_split.padded_left_bytes`),
+        the product reads a padded copy of the output's gradient, not the gradient: once
+        the kernel's gradient has read it too (made at the layer, not deferred) and nothing
+        else will, the gradient dies as the copy is written.  A moment with both, then the
+        gradient gone before the product's slices are made (H100 plan of Dense(128, relu) ->
+        Dense(1000, softmax) over 32 x 20 positions: the padded ``f32[640, 1024]`` copy,
+        the kernel's padded copy and ``f32[8, 640, 128]`` slices at the peak, no gradient of
+        the output beside them)."""
+        layer = call.layer
+        out = call.outputs[0] if len(call.outputs) == 1 else None
+        dy = out.grad if out is not None else None
+        units = _units(layer)
+        if dy is None or dy.refs != 1 or dy.companions or not (dy.per_sample or dy.fixed) \
+                or not units or not isinstance(in_shape, tuple) or not in_shape \
+                or self.split_partials_skipped(layer, in_shape) \
+                or any(b.label == f"{layer.name}'s pre-activation gradient" or
+                       b.label == f"gradient of {layer.name}'s pre-activation"
+                       for b in scratch):
+            return  # (the product reads a gradient of the pre-activation, when there is one)
+        if call.trains and layer.name not in self.weight_grads:
+            return  # the kernel's gradient, deferred, reads it later
+        rows = self.product_rows(in_shape)
+        padded = padded_left_bytes(rows, units, in_shape[-1], self.compute_bytes,
+                                   short=not self.nchw_float32)
+        if not padded:
+            return
+        copy = self.alloc(0, padded, "work", f"{layer.name} padded output gradient",
+                          layer.name)
+        self.event("backward", layer.name)
+        self.release(copy)  # (counted again in the product's partial sums)
+        self.release(dy)
+        out.grad = None
+
+    def split_partials_skipped(self, layer, in_shape) -> bool:
+        """Whether :meth:`split_partials` makes nothing for ``layer`` (not a Triton
+        product of known shape)."""
+        return not (self.profile.sign == "xla" and not self.gemm_workspace
+                    and self.compute_bytes in (2, 4) and layer.type == "Dense"
+                    and all(isinstance(d, int) for d in in_shape[1:]))
 
     def one_update_at_a_time(self, layers: list) -> Optional[Buffer]:
         """Where XLA updates only after every gradient is made (loss scaling, data
