@@ -346,8 +346,9 @@ def test_a_model_only_a_dataset_map_runs_is_in_the_input_pipeline():
     assert not any("augment" in diag.message for diag in report.diagnostics)
     assert report.models[0].setup.batch_size == 64
     from memlint.reporters import json_format, text
-    assert ("Model 'augment' (Sequential) at aug.py:6: runs only in the tf.data input "
-            "pipeline (map() at line 11), which runs on the host") in \
+    assert ("Model 'augment' (Sequential) at aug.py:6: runs in the tf.data input "
+            "pipeline (map() at line 11), which runs on the host; nothing compiles or fits "
+            "it") in \
         text.render_report([report], [], None)
     assert [(p["variable"], p["pipeline"]) for p in json_format.document([report], [])
             ["parts"]] == [("augment", "map() at line 11")]
@@ -372,3 +373,12 @@ def test_a_model_called_on_data_outside_a_map_keeps_its_own_report():
     report = analyze_text(source, "aug.py", Settings())
     assert "augment" in [graph.variable for graph in report.models]
     assert not report.parts
+
+
+def test_a_mapped_model_also_previewed_on_data_stays_in_the_pipeline():
+    """keras.io's cats-vs-dogs script calls its augmentation Sequential on a batch to plot
+    it, then maps it over the training data: no training step of its own either way."""
+    source = AUGMENTED.replace("ds = ds.map(", "preview = augment(images[:8])\nds = ds.map(")
+    report = analyze_text(source, "aug.py", Settings())
+    assert [(graph.variable, graph.setup.pipeline) for graph in report.parts] == \
+        [("augment", "map() at line 12")]

@@ -203,9 +203,9 @@ def part_line(graph) -> str:
     tensors building them)."""
     where = f" at {graph.location.path}:{graph.location.line}" if graph.location else ""
     if graph.setup.pipeline and not graph.setup.part_of:
-        return (f"Model '{graph.name}' ({graph.kind}){where}: runs only in the tf.data input "
-                f"pipeline ({graph.setup.pipeline}), which runs on the host, not the GPU "
-                "(nothing compiles, fits or calls it on its own): no GPU memory of its own")
+        return (f"Model '{graph.name}' ({graph.kind}){where}: runs in the tf.data input "
+                f"pipeline ({graph.setup.pipeline}), which runs on the host; nothing compiles "
+                "or fits it, so it has no training step of its own on the GPU")
     users = ", ".join(f"'{name}'" for name in graph.setup.part_of)
     estimates = 'their estimates' if len(graph.setup.part_of) > 1 else 'its estimate'
     if graph.setup.part_idle:  # (a masked autoencoder's test-time augmentation)
