@@ -36,7 +36,8 @@ from typing import Optional
 from memlint.ir import ModelGraph, TrainingSetup, as_shape_list
 from memlint.layers.base import REGISTRY, Saved, activation_need
 from memlint.memory.dtypes import Precision
-from memlint.memory.gemm_split import partial_bytes, partial_sum_bytes, padded_left_bytes
+from memlint.memory.gemm_split import (padded_left_bytes, partial_bytes, partial_sum_bytes,
+                                       split_k)
 from memlint.memory.losses import backward_buffers
 from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
@@ -1352,10 +1353,7 @@ class Walk(XlaFusion):
                 selected.append(t)
             self.activation_done(call, selected)
             shape = layer.input_shapes[0] if layer.input_shapes else None
-            self.gradient_padded_away(call, shape, scratch)
-            partials = self.split_partials(layer, shape, backward=True)
-            self.event("backward", name)
-            self.release(partials)
+            self.split_input_gradient(call, shape, scratch)
         # under XLA the update writes the donated weights in place, so it runs (and frees
         # the gradient) only once the input gradient's product has read them (H100 plan of
         # a 32-128-128-5 MLP: dense_1's kernel gradient beside its input gradient's split-K
@@ -1752,6 +1750,7 @@ class Walk(XlaFusion):
             return partials
         if activation_need(activation) != "input" and not self.dropout_reads(key):
             return partials
+        call.sums_in_activation = True  # (its backward reads them: split_input_gradient)
         sums = partial_sum_bytes(self.product_rows(in_shape), in_shape[-1], _units(layer),
                                  not self.nchw_float32)
         kept = sums - (out_size[0] * self.batch + out_size[1])
@@ -1937,40 +1936,105 @@ class Walk(XlaFusion):
         what = "kernel gradient's split-K partial sums" if kernel else "split-K partial sums"
         return self.alloc(0, size, "work", f"{layer.name} {what}", layer.name)
 
-    def gradient_padded_away(self, call: "_Call", in_shape, scratch: list) -> None:
-        """Where a Dense's input gradient ``dy @ W.T`` is a split product whose contracting
-        size (the units) XLA pads (:func:`~memlint.memory.gemm_split.padded_left_bytes`),
-        the product reads a padded copy of the output's gradient, not the gradient: once
-        the kernel's gradient has read it too (made at the layer, not deferred) and nothing
-        else will, the gradient dies as the copy is written.  A moment with both, then the
-        gradient gone before the product's slices are made (H100 plan of Dense(128, relu) ->
-        Dense(1000, softmax) over 32 x 20 positions: the padded ``f32[640, 1024]`` copy,
-        the kernel's padded copy and ``f32[8, 640, 128]`` slices at the peak, no gradient of
-        the output beside them)."""
+    def split_input_gradient(self, call: "_Call", in_shape, scratch: list) -> None:
+        """The moments of a Dense's input gradient ``dy @ W.T`` (:meth:`split_partials`).
+        Where XLA splits it (a Triton product) and the output's gradient ``dy`` has no
+        reader after it (the kernel's gradient, made at the layer, not deferred, has read
+        it), the product's slices are written while it reads ``dy``, then ``dy`` dies and
+        the slices are summed into the input's gradient: ``dy`` and the input's gradient
+        are never alive at once.  Where the contracting size (the units) is padded
+        (:func:`~memlint.memory.gemm_split.padded_left_bytes`), the product reads a padded
+        copy of ``dy``, which dies as the copy is written: a moment with both, then the
+        copies and the slices.  H100 plans at batch 32 (Adam): Dense(128, relu) ->
+        Dense(1000, softmax) over 20 positions, the padded ``f32[640, 1024]`` copy, the
+        kernel's padded copy and ``f32[8, 640, 128]`` slices at the peak with neither
+        gradient beside them; with 256 classes (not padded) the slices beside ``dy``, the
+        input's gradient only once ``dy`` is gone.  Elsewhere, and under plain SGD where
+        the units are not padded, one moment holds ``dy``, the input's gradient and the
+        product's partial sums."""
+        layer, name = call.layer, call.layer.name
+        out = self.read_last_by_input_gradient(call, in_shape, scratch)
+        if out is not None and self.plain_sgd and not padded_left_bytes(
+                self.product_rows(in_shape), _units(layer), in_shape[-1],
+                self.compute_bytes, short=not self.nchw_float32):
+            # plain SGD updates the kernel in place before this product, which reads a
+            # copy of it the forward made (H100 plan of a 784-512-512-10 ReLU MLP at batch
+            # 256: f32[512, 512] beside the slices), a copy the walk does not hold: the
+            # gradients' moment stands in for it (7.0% under without)
+            out = None
+        if out is None:
+            partials = self.split_partials(layer, in_shape, backward=True)
+            self.event("backward", name)
+            self.release(partials)
+            return
+        dy = out.grad
+        written = [t.grad for t in call.inputs if t.grad is not None and t.grad.refs == 1
+                   and t.grad.label == f"gradient of {name}'s input"]
+        for buf in written:  # summed from the slices once the product is done
+            self.suspend(buf)
+        rows, units, features = self.product_rows(in_shape), _units(layer), in_shape[-1]
+        short = not self.nchw_float32
+        padded = padded_left_bytes(rows, units, features, self.compute_bytes, short=short)
+        if padded:
+            copy = self.alloc(0, padded, "work", f"{name} padded output gradient", name)
+            self.event("backward", name)
+            self.release(copy)  # (counted again with the product's other buffers)
+            self.release(dy)
+        partials = self.split_partials(layer, in_shape, backward=True)
+        self.event("backward", name)
+        if not padded:
+            self.release(dy)
+        out.grad = None
+        self.release(partials)
+        sums = self.alloc(0, partial_sum_bytes(rows, units, features, short), "work",
+                          f"{name} split-K partial sums", name)
+        for buf in written:
+            self.resume(buf)
+        self.event("backward", name)
+        self.release(sums)
+
+    def read_last_by_input_gradient(self, call: "_Call", in_shape, scratch: list):
+        """The output (a tensor) of a Dense call whose gradient XLA's split input-gradient
+        product reads last (:meth:`split_input_gradient`), or None."""
         layer = call.layer
         out = call.outputs[0] if len(call.outputs) == 1 else None
         dy = out.grad if out is not None else None
-        units = _units(layer)
         if dy is None or dy.refs != 1 or dy.companions or not (dy.per_sample or dy.fixed) \
-                or not units or not isinstance(in_shape, tuple) or not in_shape \
+                or not _units(layer) or not isinstance(in_shape, tuple) or not in_shape \
                 or self.split_partials_skipped(layer, in_shape) \
-                or any(b.label == f"{layer.name}'s pre-activation gradient" or
-                       b.label == f"gradient of {layer.name}'s pre-activation"
+                or any(b.label == f"gradient of {layer.name}'s pre-activation"
                        for b in scratch):
-            return  # (the product reads a gradient of the pre-activation, when there is one)
+            return None  # (the product reads a gradient of the pre-activation, if any)
         if call.trains and layer.name not in self.weight_grads:
-            return  # the kernel's gradient, deferred, reads it later
-        rows = self.product_rows(in_shape)
-        padded = padded_left_bytes(rows, units, in_shape[-1], self.compute_bytes,
-                                   short=not self.nchw_float32)
-        if not padded:
-            return
-        copy = self.alloc(0, padded, "work", f"{layer.name} padded output gradient",
-                          layer.name)
-        self.event("backward", layer.name)
-        self.release(copy)  # (counted again in the product's partial sums)
-        self.release(dy)
-        out.grad = None
+            return None  # the kernel's gradient, deferred, reads it later
+        if call.sums_in_activation:
+            # GELU, swish: the activation's backward reads the forward's partial sums
+            # again, and the gradients meet (H100 plans of 784-512-512-10 MLPs at batch
+            # 256: 10.7% under without them at once)
+            return None
+        if not split_k(self.product_rows(in_shape), _units(layer), in_shape[-1],
+                       not self.nchw_float32):
+            return None
+        return out
+
+    def suspend(self, buf: Buffer) -> None:
+        """Take ``buf`` out of what is alive for a moment (its references kept): a buffer
+        a later moment of the same call writes."""
+        if id(buf) in self.live:
+            del self.live[id(buf)]
+            self.value -= buf.at(self.batch, self.round)
+            self.linear[0] -= buf.per_sample
+            self.linear[1] -= buf.fixed
+            self.linear[2] -= 1
+
+    def resume(self, buf: Buffer) -> None:
+        """Put a :meth:`suspend`-ed buffer back among what is alive."""
+        if buf.refs > 0 and (buf.per_sample or buf.fixed) and id(buf) not in self.live:
+            self.live[id(buf)] = buf
+            self.value += buf.at(self.batch, self.round)
+            self.linear[0] += buf.per_sample
+            self.linear[1] += buf.fixed
+            self.linear[2] += 1
 
     def split_partials_skipped(self, layer, in_shape) -> bool:
         """Whether :meth:`split_partials` makes nothing for ``layer`` (not a Triton
@@ -2126,6 +2190,8 @@ class _Call:
         self.trains, self.needs_dx = trains, needs_dx
         self.passthrough = passthrough  # its input gradients are its output's (no buffer)
         self.holds: list = []  # (tensor or buffer, needed only for the weight gradient)
+        # a split Dense product whose activation sums its partial sums (keep_partial_sums)
+        self.sums_in_activation = False
         self.scratch: list = []  # Saved entries allocated while its backward runs
         self.grad_into: Optional[Buffer] = None  # a kept buffer its input gradient reuses
         self.relayout: Optional[Buffer] = None  # the kernel's copy kept from the forward
