@@ -41,9 +41,12 @@ MASKED_REDUCTION = 256
 # Hopper: the smallest batch at which a strided transposed convolution's kernel gradient
 # reads a batch-minor copy of its output's gradient (XlaFusion.no_batch_minor_copy)
 BATCH_MINOR_FROM = 16
-# Hopper: the most input features a Dense may contract for a one-filter strided transposed
-# convolution over its unwritten activation to copy its input in the backward
-# (XlaFusion._over_own_activation; 64 measured so, 80 not)
+# Ampere and Hopper: a one-filter strided transposed convolution over a Dense's unwritten
+# activation copies its input for its kernel gradient in the backward from this batch on,
+# where the Dense contracts at most UNSPLIT_CONTRACTING features (XlaFusion.
+# _over_own_activation; the H100 from batch 16, the A100 at 24 and 32, not at 16; 64
+# features measured so, 80 not)
+LATE_COPY_FROM = 24
 UNSPLIT_CONTRACTING = 64
 ONE_PASS_REDUCTION_ROWS = 32 * 128  # XLA GPU: the longest column reduction done in one pass
 # float32 NCHW (before Hopper): the batch normalisations whose statistics are one fusion
@@ -1104,10 +1107,10 @@ class XlaFusion:
         (-5% to -14% with the rule there); an input a kernel wrote (Dense -> Reshape) is
         copied in the forward on some Hopper plans and in the backward on others: the copy
         stays counted from the forward there."""
-        return self.profile.sign == "xla" and self.train and not self.nchw_float32 \
-            and bool(ins) and (
-                not ins[0].materialized and self._over_normalization(input_key)
-                or self.batch >= BATCH_MINOR_FROM and self._over_own_activation(input_key))
+        return self.profile.sign == "xla" and self.train and bool(ins) and (
+            not self.nchw_float32 and not ins[0].materialized
+            and self._over_normalization(input_key)
+            or self.batch >= LATE_COPY_FROM and self._over_own_activation(input_key))
 
     def _over_own_activation(self, key, depth: int = 8) -> bool:
         """Whether the tensor ``key``, or what a reshape of it reads, is the output of a
@@ -1115,15 +1118,16 @@ class XlaFusion:
         the pre-activation kept, the function applied by its readers), from which the
         copy's fusion recomputes it, where the Dense contracts at most
         ``UNSPLIT_CONTRACTING`` features (its product writes the pre-activation itself).
-        From batch ``BATCH_MINOR_FROM`` on: H100 plans (Adam) of Dense(units, relu) ->
+        From batch ``LATE_COPY_FROM`` on: H100 plans (Adam) of Dense(units, relu) ->
         Reshape -> Conv2DTranspose(1, 3 or 5, strides=2, sigmoid) on 32 features, four
         sizes (7x7x32 to 16x16x16) at batches 16 to 256, the copy made as the layer's
         backward starts (memlint +36% to +50% over at batch 64 keeping it from the forward,
-        -0.0% to +7.6% after; on 16, 48 and 64 features at batch 32, +4.7% to +7.3%); at
-        batches 8 and 12, and on 80 to 128 features, the copy is kept from the forward
-        (13-20% under with it made in the backward); the fixture's autoencoder (32
-        features) at batch 32 +24.9% -> +4.0%, its 18 precision and optimizer rows 13-34%
-        -> 0.4-5.5% over."""
+        -0.0% to +7.6% after; on 16, 48 and 64 features at batch 32, +4.7% to +7.3%); A100
+        plans of the same at batches 24 to 64 likewise (-0.0% to +7.7%); at batches 8 and
+        12 (and 16 on the A100), and on 80 to 128 features, the copy is kept from the
+        forward (13-20% under with it made in the backward); the fixture's autoencoder (32
+        features) at batch 32 +24.9% -> +4.0% on the H100, its 18 precision and optimizer
+        rows 13-34% -> 0.4-5.5% over."""
         if depth <= 0 or not isinstance(key[0], int):
             return False
         layer = self.graph.layers[key[0]]
