@@ -1106,7 +1106,9 @@ class XlaFusion:
         (:meth:`fused_into_reader`).  The T4's NCHW plans keep a copy from the forward
         (-5% to -14% with the rule there); an input a kernel wrote (Dense -> Reshape) is
         copied in the forward on some Hopper plans and in the backward on others: the copy
-        stays counted from the forward there."""
+        stays counted from the forward there, except over a Dense's own activation that is
+        never written, from batch ``LATE_COPY_FROM`` on, on Ampere too
+        (:meth:`_over_own_activation`)."""
         return self.profile.sign == "xla" and self.train and bool(ins) and (
             not self.nchw_float32 and not ins[0].materialized
             and self._over_normalization(input_key)
