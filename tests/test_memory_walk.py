@@ -1185,6 +1185,14 @@ def test_a_valid_strided_transposed_convolution_keeps_batch_minor_copies(
     assert "conv2d_transpose dilated input" not in _tensors(b)
 
 
+def _dense_into_upsampling(features: int) -> str:
+    """Dense(1568, relu) -> Reshape((14, 14, 8)) -> Conv2DTranspose(1, 3, strides=2,
+    sigmoid) on ``features`` inputs."""
+    return (f"model = keras.Sequential([keras.Input(({features},)), "
+            "L.Dense(1568, activation='relu'), L.Reshape((14, 14, 8)), "
+            "L.Conv2DTranspose(1, 3, strides=2, padding='same', activation='sigmoid')])")
+
+
 @pytest.mark.parametrize("features, plan_peak, schedule", [
     (100, 3_987_120, "copy in the forward"), (32, 1_959_088, "copy in the backward")])
 def test_a_single_filter_transposed_convolution_keeps_a_batch_minor_copy_for_its_kernel(
@@ -1197,10 +1205,7 @@ def test_a_single_filter_transposed_convolution_keeps_a_batch_minor_copy_for_its
     32 it makes it in the backward, just before the kernel's gradient, recomputed from the
     Dense's kept pre-activation (:meth:`XlaFusion._over_own_activation`; memlint was +38%
     counting it from the forward); tf-graph keeps the input itself."""
-    body = (f"model = keras.Sequential([keras.Input(({features},)), "
-            "L.Dense(1568, activation='relu'), L.Reshape((14, 14, 8)), "
-            "L.Conv2DTranspose(1, 3, strides=2, padding='same', activation='sigmoid')])")
-    graph = graph_of(body, batch=32, optimizer="adam")
+    graph = graph_of(_dense_into_upsampling(features), batch=32, optimizer="adam")
     xla = estimate(graph, profile=XLA, compute_capability="9.0")
     error = (xla.peak - plan_peak) / plan_peak
     if schedule == "copy in the forward":
@@ -2097,10 +2102,7 @@ RELU_MLP = ("model = keras.Sequential([keras.Input((784,)), "
             "L.Dense(512, activation='relu'), L.Dense(512, activation='relu'), L.Dense(10)])")
 
 
-DENSE_INTO_UPSAMPLING = ("model = keras.Sequential([keras.Input((128,)), "
-                         "L.Dense(1568, activation='relu'), L.Reshape((14, 14, 8)), "
-                         "L.Conv2DTranspose(1, 3, strides=2, padding='same', "
-                         "activation='sigmoid')])")
+DENSE_INTO_UPSAMPLING = _dense_into_upsampling(128)
 
 
 @pytest.mark.parametrize("body, batch, optimizer, capability, plan_peak, tolerance", [
@@ -3384,9 +3386,7 @@ def test_a_transposed_convolution_over_an_unwritten_relu_copies_its_input_late(
     backward starts, recomputed from the pre-activation (memlint was 44.9% over on the
     H100 at batch 64 keeping it from the forward); at batch 8 (H100) and 16 (A100) the
     plans keep it from the forward."""
-    body = ("z = keras.Input((32,))\ng = L.Dense(14 * 14 * 8, activation='relu')(z)\n"
-            "g = L.Reshape((14, 14, 8))(g)\nmodel = keras.Model(z, L.Conv2DTranspose("
-            "1, 3, strides=2, padding='same', activation='sigmoid')(g))")
-    b = estimate(graph_of(body, batch=batch, optimizer="adam"), profile=XLA,
+    b = estimate(graph_of(_dense_into_upsampling(32), batch=batch, optimizer="adam"),
+                 profile=XLA,
                  compute_capability=capability)
     assert -0.01 <= (b.peak - plan) / plan <= upper

@@ -242,12 +242,24 @@ class Walk(XlaFusion):
               refs: int = 1) -> Buffer:
         buf = Buffer(per_sample, fixed, kind, label, layer, refs=refs)
         if per_sample or fixed:
-            self.live[id(buf)] = buf
-            self.value += buf.at(self.batch, self.round)
-            self.linear[0] += per_sample
-            self.linear[1] += fixed
-            self.linear[2] += 1
+            self._enter(buf)
         return buf
+
+    def _enter(self, buf: Buffer) -> None:
+        """Count ``buf`` among what is alive."""
+        self.live[id(buf)] = buf
+        self.value += buf.at(self.batch, self.round)
+        self.linear[0] += buf.per_sample
+        self.linear[1] += buf.fixed
+        self.linear[2] += 1
+
+    def _leave(self, buf: Buffer) -> None:
+        """Stop counting ``buf`` among what is alive."""
+        del self.live[id(buf)]
+        self.value -= buf.at(self.batch, self.round)
+        self.linear[0] -= buf.per_sample
+        self.linear[1] -= buf.fixed
+        self.linear[2] -= 1
 
     @staticmethod
     def ref(buf: Optional[Buffer]) -> None:
@@ -259,11 +271,7 @@ class Walk(XlaFusion):
             return
         buf.refs -= 1
         if buf.refs == 0 and id(buf) in self.live:
-            del self.live[id(buf)]
-            self.value -= buf.at(self.batch, self.round)
-            self.linear[0] -= buf.per_sample
-            self.linear[1] -= buf.fixed
-            self.linear[2] -= 1
+            self._leave(buf)
             for other in buf.companions:
                 self.release(other)
 
@@ -1913,8 +1921,7 @@ class Walk(XlaFusion):
         (:mod:`memlint.memory.gemm_split`) where products are Triton fusions (Ampere and
         Hopper): float32 and 16-bit products, the forward's ``x @ W`` and the backward's
         ``dy @ W.T``, and with ``kernel`` the kernel gradient's ``x.T @ dy``."""
-        if not isinstance(in_shape, tuple) or not in_shape \
-                or self.split_partials_skipped(layer, in_shape):
+        if self.split_partials_skipped(layer, in_shape):
             return None
         units = units or _units(layer)
         if not units:
@@ -1954,14 +1961,17 @@ class Walk(XlaFusion):
         product's partial sums."""
         layer, name = call.layer, call.layer.name
         out = self.read_last_by_input_gradient(call, in_shape, scratch)
-        if out is not None and self.plain_sgd and not padded_left_bytes(
-                self.product_rows(in_shape), _units(layer), in_shape[-1],
-                self.compute_bytes, short=not self.nchw_float32):
-            # plain SGD updates the kernel in place before this product, which reads a
-            # copy of it the forward made (H100 plan of a 784-512-512-10 ReLU MLP at batch
-            # 256: f32[512, 512] beside the slices), a copy the walk does not hold: the
-            # gradients' moment stands in for it (7.0% under without)
-            out = None
+        padded = 0
+        if out is not None:
+            rows, units, features = self.product_rows(in_shape), _units(layer), in_shape[-1]
+            short = not self.nchw_float32
+            padded = padded_left_bytes(rows, units, features, self.compute_bytes, short=short)
+            if self.plain_sgd and not padded:
+                # plain SGD updates the kernel in place before this product, which reads a
+                # copy of it the forward made (H100 plan of a 784-512-512-10 ReLU MLP at
+                # batch 256: f32[512, 512] beside the slices), a copy the walk does not
+                # hold: the gradients' moment stands in for it (7.0% under without)
+                out = None
         if out is None:
             partials = self.split_partials(layer, in_shape, backward=True)
             self.event("backward", name)
@@ -1972,9 +1982,6 @@ class Walk(XlaFusion):
                    and t.grad.label == f"gradient of {name}'s input"]
         for buf in written:  # summed from the slices once the product is done
             self.suspend(buf)
-        rows, units, features = self.product_rows(in_shape), _units(layer), in_shape[-1]
-        short = not self.nchw_float32
-        padded = padded_left_bytes(rows, units, features, self.compute_bytes, short=short)
         if padded:
             copy = self.alloc(0, padded, "work", f"{name} padded output gradient", name)
             self.event("backward", name)
@@ -2000,8 +2007,7 @@ class Walk(XlaFusion):
         out = call.outputs[0] if len(call.outputs) == 1 else None
         dy = out.grad if out is not None else None
         if dy is None or dy.refs != 1 or dy.companions or not (dy.per_sample or dy.fixed) \
-                or not _units(layer) or not isinstance(in_shape, tuple) or not in_shape \
-                or self.split_partials_skipped(layer, in_shape) \
+                or not _units(layer) or self.split_partials_skipped(layer, in_shape) \
                 or any(b.label == f"gradient of {layer.name}'s pre-activation"
                        for b in scratch):
             return None  # (the product reads a gradient of the pre-activation, if any)
@@ -2021,26 +2027,19 @@ class Walk(XlaFusion):
         """Take ``buf`` out of what is alive for a moment (its references kept): a buffer
         a later moment of the same call writes."""
         if id(buf) in self.live:
-            del self.live[id(buf)]
-            self.value -= buf.at(self.batch, self.round)
-            self.linear[0] -= buf.per_sample
-            self.linear[1] -= buf.fixed
-            self.linear[2] -= 1
+            self._leave(buf)
 
     def resume(self, buf: Buffer) -> None:
         """Put a :meth:`suspend`-ed buffer back among what is alive."""
         if buf.refs > 0 and (buf.per_sample or buf.fixed) and id(buf) not in self.live:
-            self.live[id(buf)] = buf
-            self.value += buf.at(self.batch, self.round)
-            self.linear[0] += buf.per_sample
-            self.linear[1] += buf.fixed
-            self.linear[2] += 1
+            self._enter(buf)
 
     def split_partials_skipped(self, layer, in_shape) -> bool:
         """Whether :meth:`split_partials` makes nothing for ``layer`` (not a Triton
         product of known shape)."""
         return not (self.profile.sign == "xla" and not self.gemm_workspace
                     and self.compute_bytes in (2, 4) and layer.type == "Dense"
+                    and isinstance(in_shape, tuple) and in_shape
                     and all(isinstance(d, int) for d in in_shape[1:]))
 
     def one_update_at_a_time(self, layers: list) -> Optional[Buffer]:

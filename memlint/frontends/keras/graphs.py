@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any, Optional
 
 from memlint.frontends.keras import classes, layer_subclasses, operations
+from memlint.frontends.keras.held import only_mapped
 from memlint.frontends.keras.inner import inner_calls
 from memlint.frontends.keras.models import apply
 from memlint.frontends.keras.nested import (inbound_shapes, layer_weights, model_weights,
@@ -33,7 +34,7 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
     shape, source = sequential_input(model, input_override)
     graph = ModelGraph(name=model.name, location=model.location, kind="Sequential",
                        variable=model.variable)
-    if shape is None and not (model.mapped_by and not model.usage):
+    if shape is None and not only_mapped(model):
         # (one only a tf.data map() runs has no GPU step to size: held.mark_parts)
         state.note_unresolved(model.location, f"Sequential '{model.name}' input shape",
                               "no input_shape, Input or build() found; pass --input-shape")

@@ -100,9 +100,14 @@ def mark_parts(models: list, graphs: list) -> None:
                 used.append((_layer_ids(model), graph))
                 marked = True
     for model, graph in zip(models, graphs):
-        mapped = getattr(model, "mapped_by", None)  # (a subclassed model has none)
-        if not model.usage and not graph.setup.part_of and mapped:
-            graph.setup.pipeline = _map_calls(mapped)
+        if only_mapped(model) and not graph.setup.part_of:
+            graph.setup.pipeline = _map_calls(model.mapped_by)
+
+
+def only_mapped(model) -> bool:
+    """Whether only tf.data ``map()`` functions run ``model`` (nothing compiles, fits or
+    calls it on its own; a subclassed model is never taken so)."""
+    return bool(getattr(model, "mapped_by", None)) and not model.usage
 
 
 def _map_calls(locations: list) -> str:
