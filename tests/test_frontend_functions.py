@@ -216,3 +216,45 @@ def test_a_lambda_is_called_with_its_arguments():
     (graph,) = result.models
     assert graph.layers[-1].output_shapes == [(None, 6)]
     assert not [d for d in result.diagnostics if "do not match" in d.message]
+
+
+def test_what_a_lambda_computes_comes_from_its_traced_function():
+    # element-wise operations alone keep the input's shape; a slice or a concatenation
+    # moves or joins elements (a sum over an axis of size 1 too); a reduction, a product
+    # or a layer inside computes something else
+    result = analyze(
+        "import keras\nfrom keras import layers, ops\n"
+        "def tripled(shape):\n    return (shape[0], 3 * shape[1])\n"
+        "x = keras.Input((6,))\ny = keras.Input((6,))\n"
+        "outs = [\n"
+        "    layers.Lambda(lambda p: ops.abs(p[0] - p[1]) * 0.5, name='e')([x, y]),\n"
+        "    layers.Lambda(lambda t: ops.concatenate([t, ops.square(t)], axis=-1),\n"
+        "                  output_shape=(12,), name='j')(x),\n"
+        "    layers.Lambda(lambda t: ops.relu(t[:, :3]), name='s')(x),\n"
+        "    layers.Lambda(lambda t: ops.sum(ops.expand_dims(t, 1), axis=1), name='u')(x),\n"
+        "    layers.Lambda(lambda t: ops.concatenate([t, t, t], axis=-1),\n"
+        "                  output_shape=tripled, name='c')(x),\n"
+        "    layers.Lambda(lambda t: ops.mean(t, axis=-1, keepdims=True), name='r')(x),\n"
+        "    layers.Lambda(lambda t: ops.softmax(t), name='n')(x),\n"
+        "    layers.Lambda(lambda t: layers.Dense(6)(t), name='d')(x)]\n"
+        "model = keras.Model([x, y], layers.Concatenate()(outs))\n")
+    (graph,) = result.models
+    work = {layer.name: layer.config.get("work") for layer in graph.layers
+            if layer.type == "Lambda"}
+    assert work == {"e": "elementwise", "j": "layout", "s": "layout", "u": "layout",
+                    "c": "layout", "r": None, "n": None, "d": None}
+
+
+def test_a_lambda_with_a_callable_output_shape_is_traced_quietly():
+    # Keras takes the shape from the callable and never traces the function: what the
+    # trace would note (here a sum of shapes that do not broadcast) is not reported
+    source = ("import keras\nfrom keras import layers, ops\n"
+              "x = keras.Input((6,))\n"
+              "out = layers.Lambda(lambda t: t + ops.ones((7,)),\n"
+              "                    output_shape=lambda s: (s[0], 6))(x)\n"
+              "model = keras.Model(x, layers.Dense(2)(out))\n")
+    result = analyze(source)
+    (graph,) = result.models
+    assert graph.layers[1].output_shapes == [(None, 6)]
+    assert "work" not in graph.layers[1].config
+    assert not result.diagnostics, [d.message for d in result.diagnostics]

@@ -145,6 +145,12 @@ class LayerKind:
     # An element-wise layer (an activation, dropout, noise, rescaling): a compiler can write
     # its output over a dying input, and its gradient over its output's gradient.
     elementwise: ClassVar[bool] = False
+
+    def is_elementwise(self, config) -> bool:
+        """Whether a call with ``config`` is element-wise (``elementwise``): the kind's,
+        unless its config says what the call computes (a Lambda's traced function)."""
+        return self.elementwise
+
     # A forward convolution cuDNN runs as one call: XLA adds a tensor summed with its
     # result inside that call (a side input), so the sum is written where the result was.
     takes_side_input: ClassVar[bool] = False

@@ -193,7 +193,9 @@ class Lambda(LayerKind):
     tuple of tuples gives several outputs).  Without ``output_shape`` Keras traces the
     function, and a callable ``output_shape`` is called on the input shape: the Keras
     frontend does both for functions of the analysed code (``models._resolve_lambda``) and
-    gives this kind the result; otherwise the call is unresolved.
+    gives this kind the result; otherwise the call is unresolved.  What a traced function
+    computes is ``config["work"]``: "elementwise", "layout" (elements moved or joined: a
+    slice, a concatenation) or absent (anything else, or not traced).
     """
 
     name = "Lambda"
@@ -224,6 +226,11 @@ class Lambda(LayerKind):
     def saved(self, config, input_shape, output_shape):
         """An unknown function: its input (what most functions' gradients read)."""
         return [Saved("input", needed_for="inputs")]
+
+    def is_elementwise(self, config) -> bool:
+        """Where the frontend traced the function (``config["work"]``): element-wise
+        operations alone, the output of the input's shape."""
+        return isinstance(config, dict) and config.get("work") == "elementwise"
 
     def output_shape(self, config, input_shape):
         if config["unresolved"] is not None:

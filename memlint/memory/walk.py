@@ -687,7 +687,7 @@ class Walk(XlaFusion):
         # call may write over it
         saved_inputs = {s.index for s in specs if s.what == "input" and s.when == "saved"}
         recomputed = {i for i in saved_inputs
-                      if i < len(ins) and self.recomputed_normalization(kind, ins[i])}
+                      if i < len(ins) and self.recomputed_normalization(layer, kind, ins[i])}
         kept_inputs = saved_inputs - recomputed
         kept_names = {s.what for s in specs if s.when == "saved"}
         scratch = []
@@ -793,8 +793,8 @@ class Walk(XlaFusion):
                     buf = self.alloc(*(size or (0, 0)), "live", label, layer.name)
                 t = _Tensor(buf, sources=sources, storage=merged,
                             materialized=not (self.profile.sign == "xla" and (
-                                layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
-                                or _nearest_upsampling(layer))))
+                                layer.type in _FUSIBLE or _nearest_upsampling(layer)
+                                or (kind is not None and kind.is_elementwise(layer.config)))))
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
             t.preactivation = output_label is not None
@@ -822,7 +822,7 @@ class Walk(XlaFusion):
 
         call = _Call(layer, ins, outputs, trains, needs_dx,
                      passthrough=view or layer.type in _PASSTHROUGH or bool(
-                         kind is not None and kind.elementwise
+                         kind is not None and kind.is_elementwise(layer.config)
                          and self.profile.inplace_elementwise))
         call.fused_normalization = bool(recomputed)
         self.keep_shared_zero(call, out_shape)
@@ -844,7 +844,7 @@ class Walk(XlaFusion):
             if s.what in ("input", "output"):
                 pool = ins if s.what == "input" else outputs
                 if s.what == "input" and s.index < len(pool) \
-                        and self.recomputed_normalization(kind, pool[s.index]):
+                        and self.recomputed_normalization(layer, kind, pool[s.index]):
                     if self.kept_exponential(layer, pool[s.index], (li, ci, 0)):
                         buf = self.alloc(pool[s.index].buf.per_sample, pool[s.index].buf.fixed,
                                          "saved", f"{layer.name} exponential", layer.name)
@@ -1102,7 +1102,7 @@ class Walk(XlaFusion):
         library call wrote (:meth:`library_output`)."""
         if not self.profile.inplace_elementwise or len(sizes) != 1 or sizes[0] is None:
             return None
-        elementwise = kind is not None and kind.elementwise
+        elementwise = kind is not None and kind.is_elementwise(layer.config)
         if not elementwise and not (self.profile.sign == "xla" and layer.type in _FUSIBLE):
             return None
         for i, t in enumerate(ins):
@@ -1156,7 +1156,7 @@ class Walk(XlaFusion):
         if family == "convolutional":  # cuDNN writes float32; its activation may narrow
             return 4, narrow if read_narrow and _writes_activation(layer) else 4
         if family in ("merging", "reshaping", "activations", "regularization",
-                      "normalization") or (kind is not None and kind.elementwise):
+                      "normalization") or (kind is not None and kind.is_elementwise(layer.config)):
             wide = (not ins or any(t.wide for t in ins)) and not read_narrow
             return (4, 4) if wide else (narrow, narrow)
         return 4, 4
@@ -2128,7 +2128,7 @@ class Walk(XlaFusion):
             return (layer.config or {}).get("data_format") != "channels_first" \
                 and isinstance(in_shape, tuple) and (
                     len(in_shape) == 3 or kind.class_name.endswith("Transpose"))
-        elementwise = kind.elementwise or layer.type in _FUSIBLE
+        elementwise = kind.is_elementwise(layer.config) or layer.type in _FUSIBLE
         return bool(elementwise and ins and all(t.channels_first_memory for t in ins))
 
     def read_by_fusion(self, grad: Buffer, call: "_Call", dy: Optional[Buffer]) -> None:

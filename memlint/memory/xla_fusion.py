@@ -105,7 +105,7 @@ def _writes_relu(layer) -> bool:
 def _relu_layer(layer) -> bool:
     """A ReLU layer (``ReLU()``, ``Activation("relu")``): ``max(x, 0)`` as a call of its own."""
     kind = REGISTRY.get(layer.type)
-    return kind is not None and kind.elementwise and _writes_relu(layer)
+    return kind is not None and kind.is_elementwise(layer.config) and _writes_relu(layer)
 
 
 def _is_window_pooling(layer, kind) -> bool:
@@ -178,11 +178,18 @@ def concatenated_in_product(widths: list) -> bool:
     return bool(widths) and all(w and w % NESTED_CONCAT_COLUMNS == 0 for w in widths)
 
 
+def _moves_only(layer) -> bool:
+    """A Lambda whose traced function only moves, joins or computes elements in place (a
+    slice, a concatenation): like a concatenation, a loop fusion writes it as it reads."""
+    return layer.type == "Lambda" and isinstance(layer.config, dict) \
+        and layer.config.get("work") in ("layout", "elementwise")
+
+
 def loop_fused(layer) -> bool:
     """Whether XLA computes a layer's work in an element-wise loop fusion: a normalisation,
     a sum or merge, or a layer kind that is element-wise."""
     kind = REGISTRY.get(layer.type)
-    return layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
+    return layer.type in _FUSIBLE or (kind is not None and kind.is_elementwise(layer.config))
 
 
 def _units(layer) -> Optional[int]:
@@ -275,7 +282,7 @@ class XlaFusion:
             return False
         if layer.type.startswith("ConvLSTM") or layer.type == "RNN":
             return bool((layer.config or {}).get("return_sequences"))
-        passes = layer.type in _FUSIBLE or (kind is not None and kind.elementwise)
+        passes = layer.type in _FUSIBLE or (kind is not None and kind.is_elementwise(layer.config))
         return passes and len(ins) == 1 and ins[0].time_major
 
     def steps_beside_output(self, layer, ins: list, li: int, ci: int,
@@ -409,8 +416,16 @@ class XlaFusion:
         if self.pooled_embedding(layer, key):
             return True
         if not (self.profile.sign == "xla" and (
-                layer.type in _FUSIBLE or layer.type == "Concatenate"
-                or (kind is not None and kind.elementwise))):
+                layer.type in _FUSIBLE or layer.type == "Concatenate" or _moves_only(layer)
+                or (kind is not None and kind.is_elementwise(layer.config)))):
+            return False
+        # a GEMM computes an element-wise operand as it reads (Triton's), never a
+        # concatenation: one that joins its operand is written for it (H100 plans, train and predict, of a
+        # Lambda concatenating features with their squares into a Dense(32)); a product
+        # XLA reduces itself computes either
+        if not (kind is not None and kind.is_elementwise(layer.config)) and (
+                layer.type == "Concatenate" or _moves_only(layer)) and any(
+                self._gemm(reader) for reader in self.readers(key)):
             return False
         if self.train and ins and all(t in self.data for t in ins) and self._all_readers(
                 key, self.product_reads_fused):
@@ -428,8 +443,10 @@ class XlaFusion:
                 or _dilates_in_a_fusion(reader), reshapes=True)
         # a concatenation of slices is written for a product (H100 predict plan of six
         # slices of one input concatenated into a Dense: one fusion slices and writes the
-        # concatenation, which the product reads)
-        products = not any(t.producer in SLICES and t.sources is not None for t in ins)
+        # concatenation, which the product reads); of never-written Lambdas alike (H100
+        # predict plan of Lambdas concatenating an input with itself and its square)
+        products = not any((t.producer in SLICES or t.producer == "Lambda")
+                           and t.sources is not None for t in ins)
         return self._read_through_elementwise(
             key, depth, lambda reader, k: _is_window_pooling(reader, k)
             or products and self.product_reads_fused(reader))
@@ -473,7 +490,7 @@ class XlaFusion:
             return True
         kind = REGISTRY.get(reader.type)
         return not self.train and (reader.type in _FUSIBLE
-                                   or (kind is not None and kind.elementwise))
+                                   or (kind is not None and kind.is_elementwise(reader.config)))
 
     def activated_in_pooling(self, key) -> bool:
         """Whether, outside training, the function a convolution's result needs (one cuDNN
@@ -524,7 +541,7 @@ class XlaFusion:
                 continue
             if (reader.type in _FUSIBLE or reader.type == "Concatenate"
                     or reshapes and reader.type in _RESHAPES
-                    or (kind is not None and kind.elementwise)) \
+                    or (kind is not None and kind.is_elementwise(reader.config))) \
                     and self._read_through_elementwise((li, ci, 0), depth - 1, final,
                                                        reshapes):
                 continue
@@ -685,7 +702,8 @@ class XlaFusion:
         Only where the convolution trains (its backward runs)."""
         kind = REGISTRY.get(call.layer.type)
         if not (self.profile.sign == "xla" and self.train and kind is not None and (
-                kind.elementwise or call.layer.type == "BatchNormalization")):
+                kind.is_elementwise(call.layer.config)
+                or call.layer.type == "BatchNormalization")):
             return None
         for _ in range(8):  # down a chain of such calls, each the only reader of the last
             if t is None or t.readers != 1 or t.made_by not in self.by_name:
@@ -694,7 +712,8 @@ class XlaFusion:
             other = REGISTRY.get(producer.type)
             if other is None or not producer.input_shapes or not producer.output_shapes:
                 return None
-            if not (other.elementwise or producer.type == "BatchNormalization"):
+            if not (other.is_elementwise(producer.config)
+                    or producer.type == "BatchNormalization"):
                 break
             keys = self.call_inputs(producer, 0)
             t = self.tensor(keys[0], producer, 0, 0) if len(keys) == 1 else None
@@ -748,6 +767,14 @@ class XlaFusion:
         rows, units = self.product_rows(shape), _units(layer)
         return rows <= TRITON_PROLOGUE_ROWS or bool(units and _not_a_gemm(rows, shape[-1],
                                                                        units))
+
+    def _gemm(self, layer) -> bool:
+        """Whether XLA runs the Dense ``layer``'s product as a GEMM (Triton's, or a
+        library's before Ampere), not as a reduction of its own (``_not_a_gemm``)."""
+        shape = _known_input_shape(layer)
+        units = _units(layer)
+        return shape is not None and bool(units) and not _not_a_gemm(
+            self.product_rows(shape), shape[-1], units)
 
     def merges_products(self, layer) -> bool:
         """Whether XLA's dot merger runs ``layer``'s product with those of the other Dense
@@ -865,7 +892,8 @@ class XlaFusion:
         after = self.readers(readers[0] + (0,))
         kinds = [(reader, REGISTRY.get(reader.type)) for reader in after]
         if after and all(reader.type in _FUSIBLE or kind is not None and (
-                kind.elementwise or kind.family == "regularization") for reader, kind in kinds):
+                kind.is_elementwise(reader.config) or kind.family == "regularization")
+                for reader, kind in kinds):
             return readers[0]
         return None
 
@@ -1150,7 +1178,8 @@ class XlaFusion:
         if layer.type == "BatchNormalization":
             return True
         kind = REGISTRY.get(layer.type)
-        if not (layer.type in _RESHAPES or (kind is not None and kind.elementwise)):
+        if not (layer.type in _RESHAPES
+                or (kind is not None and kind.is_elementwise(layer.config))):
             return False
         inputs = self.call_inputs(layer, key[1])
         return len(inputs) == 1 and self._over_normalization(inputs[0], depth - 1)
@@ -1170,7 +1199,7 @@ class XlaFusion:
             return Saved("mask", shape, "bool", needed_for="inputs")
         return Saved("output", needed_for="inputs")
 
-    def recomputed_normalization(self, kind, t: "_Tensor") -> bool:
+    def recomputed_normalization(self, layer, kind, t: "_Tensor") -> bool:
         """Under XLA an element-wise layer reading a batch normalisation's output does not
         keep it for its backward: the normalisation is fused into the layer, and its
         output is recomputed from what the normalisation keeps (its input and statistics)
@@ -1180,7 +1209,7 @@ class XlaFusion:
         autoencoder of Conv1D -> GroupNormalization -> GELU blocks: +39.5% -> +15.0% at
         batch 32, +17.0% -> -0.5% at batch 4); the float32 NCHW plans before Hopper keep
         it (the same model on the A100: +13.6% -> -6.4% with the rule there)."""
-        if self.profile.sign != "xla" or kind is None or not kind.elementwise \
+        if self.profile.sign != "xla" or kind is None or not kind.is_elementwise(layer.config) \
                 or t.materialized:
             return False
         return t.producer == "BatchNormalization" or (
@@ -1245,7 +1274,7 @@ class XlaFusion:
         beside the second convolution's input gradient."""
         kind = REGISTRY.get(layer.type)
         return self.profile.sign == "xla" and dy.library and kind is not None \
-            and kind.elementwise
+            and kind.is_elementwise(layer.config)
 
     def fused_select_and_scatter(self, call: "_Call") -> bool:
         """Under XLA a max pooling whose output gradient is a broadcast (a global average

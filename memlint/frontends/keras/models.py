@@ -167,7 +167,61 @@ def _resolve_lambda(interp, layer: LayerRef, inputs: Any, node) -> None:
         return
     if full:
         config = {"output_shape": full[1:], "unresolved": None}
+        if "output_shape" in layer.callables and "function" in layer.callables:
+            result = _quiet_trace(interp, layer.callables["function"], inputs, node)
+        work = _lambda_work(result, tensors)
+        if work is not None:
+            config["work"] = work
         layer.instance = replace(layer.instance, config=config)
+
+
+def _quiet_trace(interp, function, inputs: Any, node) -> Any:
+    """``function`` traced on ``inputs`` for what it computes alone: Keras takes the shape
+    from the callable ``output_shape`` and never traces it, so nothing the trace notes is
+    reported."""
+    state = interp.state
+    marks = (len(state.diagnostics), len(state.unresolved))
+    collectors = (getattr(state, "trace_collector", None),
+                  getattr(state, "call_collector", None))
+    state.trace_collector = state.call_collector = None  # nothing of it is the model's
+    state.quiet += 1
+    interp.tracing = getattr(interp, "tracing", 0) + 1
+    try:
+        return calls_module().call(interp, function, [inputs], {}, node)
+    finally:
+        state.trace_collector, state.call_collector = collectors
+        interp.tracing -= 1
+        state.quiet -= 1
+        del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
+
+
+def _lambda_work(result: Any, inputs: list) -> Optional[str]:
+    """What a Lambda's traced function computes, from the operations the trace recorded
+    between its inputs and its result (:func:`tensor_ops.work_of`): "elementwise" where each
+    is element-wise and the result has the first input's shape, "layout" where each is
+    element-wise or only moves or joins elements (a concatenation, a slice), else None (a
+    reduction, a product, a layer called inside, a trace that found no shape)."""
+    if not isinstance(result, Tensor) or result.shape is None:
+        return None
+    stops = {id(t.producer[0]) for t in inputs if t.producer}
+    work, seen, todo = "elementwise", set(), [result.producer]
+    while todo:
+        producer = todo.pop()
+        if producer is None or id(producer[0]) in stops or id(producer[0]) in seen:
+            continue
+        op = producer[0]
+        seen.add(id(op))
+        call = op.calls[producer[1]] if isinstance(op, TensorOp) and not op.name else None
+        found = tensor_ops.work_of(op.type, call.input_shapes, call.output_shape) \
+            if call is not None else None
+        if found is None:
+            return None
+        if found == "layout":
+            work = "layout"
+        todo.extend(call.parents)
+    if work == "elementwise" and result.shape != inputs[0].shape:
+        work = "layout"
+    return work
 
 
 def calls_module():

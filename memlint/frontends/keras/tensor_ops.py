@@ -728,6 +728,35 @@ def is_elementwise(name: str) -> bool:
     return name in OPERATIONS and OPERATIONS[name][1] in (_same, _binary)
 
 
+# element-wise by shape but not by work: each output element reads a whole row or axis
+_ROW_WISE = frozenset({"softmax", "log_softmax", "normalize", "sort", "argsort"})
+# moves or joins elements without computing: a loop fusion writes them as it reads
+_LAYOUT = frozenset({"concatenate", "get_item", "reshape", "expand_dims", "squeeze", "slice",
+                     "transpose", "flip", "roll", "broadcast_to", "tile", "repeat", "stack"})
+
+
+def work_of(op_type: str, input_shapes=None, output_shape=None) -> Optional[str]:
+    """What an operation recorded as ``op_type`` (``Absolute``, ``TrueDivide``,
+    ``GetItem``) computes: "elementwise" (each output element from the elements at its own
+    place), "layout" (elements moved or joined, nothing computed; a reduction over axes of
+    size 1 too, given its shapes) or None (anything else: a reduction, a product, a
+    row-wise normalisation)."""
+    stems = {stem for stem, rule in OPERATIONS.values()
+             if "".join(part.capitalize() for part in stem.split("_")) == op_type}
+    if stems & _LAYOUT:
+        return "layout"
+    if stems and all(rule is _reduce for stem, rule in OPERATIONS.values() if stem in stems) \
+            and isinstance(input_shapes, list) and len(input_shapes) == 1 \
+            and isinstance(input_shapes[0], tuple) and isinstance(output_shape, tuple) \
+            and [d for d in input_shapes[0] if d != 1] == [d for d in output_shape if d != 1]:
+        return "layout"
+    if stems and not stems & _ROW_WISE and all(
+            rule in (_same, _binary, _where) for stem, rule in OPERATIONS.values()
+            if stem in stems):
+        return "elementwise"
+    return None
+
+
 def operation_shape(name: str, args: list, kwargs: dict) -> tuple:
     """(operation name stem, output shape or list of shapes) for ``name(*args, **kwargs)``;
     raises UnresolvedArgument / LayerError.  Tensors are given as :class:`Tensor`."""
