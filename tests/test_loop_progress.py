@@ -133,3 +133,26 @@ def test_an_array_filled_by_a_loop_over_an_unknown_iterable_keeps_its_shape():
                  "X = np.empty((8, 32, 32, 1))\nfor i, ID in enumerate(ids):\n"
                  "    X[i,] = np.load(ID + '.npy')\n")
     assert (got["X"].shape, got["X"].dtype) == ((8, 32, 32, 1), "float64")
+
+
+def test_a_loop_skipped_on_every_call_of_its_function_is_noted_once():
+    # the first call makes pairs and labels unknown, later calls find them unknown already:
+    # one note, naming them (Keras 2's siamese example builds its pairs this way)
+    result = analyze_source(HEADER + """
+def make_pairs(groups):
+    pairs, labels = [], []
+    n = min(len(g) for g in groups) - 1
+    for d in range(10):
+        for i in range(n):
+            pairs += [[groups[d][i], groups[d][i + 1]]]
+            labels += [1]
+    return pairs, labels
+
+groups = [np.where(np.load('y.npy') == i)[0] for i in range(10)]
+train = make_pairs(groups)
+test = make_pairs(groups)
+model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
+""", "m.py")
+    notes = [d.message for d in result.diagnostics if d.message.startswith("for loop")]
+    assert notes == ["for loop: the loop's iterable is not known statically; its body is "
+                     "skipped, and labels, pairs are unknown after it"], notes

@@ -553,8 +553,8 @@ class Interpreter(ExpressionEvaluator):
                 return
             self.state.note_unresolved(
                 self.location(stmt.iter), "for loop",
-                "the loop's iterable is not known statically; its body is skipped"
-                + _unknown_after(forgotten))
+                "the loop's iterable is not known statically; its body is skipped",
+                _unknown_after(forgotten))
             return
         count = 0
         broke = False
@@ -601,8 +601,8 @@ class Interpreter(ExpressionEvaluator):
                 forgotten = self._forget_skipped(stmt)
                 self.state.note_unresolved(
                     self.location(stmt.test), "while condition",
-                    "the condition is not known statically; the loop stopped there"
-                    + _unknown_after(forgotten))
+                    "the condition is not known statically; the loop stopped there",
+                    _unknown_after(forgotten))
                 return
             if not test:
                 break

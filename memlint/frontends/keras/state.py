@@ -98,7 +98,8 @@ class FileState:
         elif getattr(value, "variable", None) is None:
             value.variable = name
 
-    def _diagnostic(self, spec: tuple, location: Location, message: str) -> None:
+    def _diagnostic(self, spec: tuple, location: Location, message: str,
+                    detail: str = "") -> None:
         code, name, severity = spec
         if self.quiet and spec != INVALID_LAYER:
             return
@@ -107,14 +108,17 @@ class FileState:
             return  # the same note from a loop body is reported once
         self._seen_notes.add(key)
         self.diagnostics.append(Diagnostic(
-            code=code, name=name, severity=severity, message=message, path=self.path,
+            code=code, name=name, severity=severity, message=message + detail, path=self.path,
             line=location.line, column=location.column,
             end_line=location.end_line, end_column=location.end_column))
 
-    def note_unresolved(self, location: Location, what: str, reason: str) -> None:
-        """Something could not be determined; the analysis goes on without it."""
-        self.unresolved.append(Unresolved(what, reason, location))
-        self._diagnostic(UNRESOLVED, location, f"{what}: {reason}")
+    def note_unresolved(self, location: Location, what: str, reason: str,
+                        detail: str = "") -> None:
+        """Something could not be determined; the analysis goes on without it.  ``detail``
+        ends the message but not what makes it the same note again (a loop skipped on
+        every call of its function names the values it made unknown the first time only)."""
+        self.unresolved.append(Unresolved(what, reason + detail, location))
+        self._diagnostic(UNRESOLVED, location, f"{what}: {reason}", detail)
 
     def note_info(self, location: Location, message: str) -> None:
         """Something the reader should know about how the file was analysed (MEM900, info);
