@@ -226,3 +226,24 @@ def test_lower_case_optimizer_names_of_keras_2():
         "sgd", {"momentum": 0.9})
     # keras.optimizers.get is not an optimizer class: memlint assumes one, and says so
     assert "assumed" in got["k"].setup.optimizer.source
+
+
+def test_model_and_layer_shape_attributes():
+    # model.input_shape / output_shape (Keras 3's Functional, and a Sequential with an input
+    # shape); a layer's own, as Keras 2 has them (the classic fine-tuning script sizes its
+    # top model with Flatten(input_shape=base_model.output_shape[1:]))
+    got = names(
+        "import keras\nfrom keras import layers\n"
+        "a = keras.Input((8, 8, 3))\nb = keras.Input((5,))\n"
+        "conv = layers.Conv2D(4, 3)\nh = layers.Flatten()(conv(a))\n"
+        "net = keras.Model([a, b], [layers.Dense(2)(h), layers.Dense(7)(b)])\n"
+        "one = keras.Model(a, h)\n"
+        "seq = keras.Sequential([layers.Dense(6, input_shape=(3,)), layers.Dense(2)])\n"
+        "bare = keras.Sequential([layers.Dense(6)])\n"
+        "shapes = (net.input_shape, net.output_shape, one.output_shape, seq.input_shape,\n"
+        "          seq.output_shape, conv.output_shape, conv.input_shape)\n"
+        "open_ = bare.output_shape\n")
+    assert got["shapes"] == ([(None, 8, 8, 3), (None, 5)], [(None, 2), (None, 7)],
+                             (None, 144), (None, 3), (None, 2), (None, 6, 6, 4),
+                             (None, 8, 8, 3))
+    assert is_unknown(got["open_"])

@@ -113,6 +113,12 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
             return base.instance.trainable
         if attr == "name":
             return base.name
+        if attr in ("input_shape", "output_shape") and len(base.calls) == 1:
+            # Keras 2's layer attributes (a layer called once); Keras 3 has none
+            found = base.calls[0].input_shapes if attr == "input_shape" \
+                else base.calls[0].output_shape
+            return found if found is not None else Unknown(
+                f"the {attr} of layer '{base.name}' is not known statically")
     if isinstance(base, ModelLayer):
         base = base.model
     if isinstance(base, (SequentialModel, FunctionalModel)):
@@ -120,6 +126,8 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
             return nested.model_layers(base)
         if attr in ("name", "trainable"):
             return getattr(base, attr)
+        if attr in ("input_shape", "output_shape"):
+            return nested.shape_attribute(base, attr)
     if isinstance(base, SequentialModel) and attr in ("input", "inputs", "output", "outputs"):
         return Unknown(f"the symbolic {attr} of Sequential model '{base.name}', which memlint "
                        "does not model (build the part it comes from with keras.Input and "

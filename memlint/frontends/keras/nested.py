@@ -10,7 +10,7 @@ import memlint.layers as registry
 from memlint.frontends.keras.data import fed_input_shape
 from memlint.frontends.keras.order import functional_nodes, functional_order
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
-                                            SequentialModel, TensorOp)
+                                            SequentialModel, TensorOp, Unknown)
 from memlint.ir import Weight, as_shape_list
 from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
@@ -310,3 +310,25 @@ def sequential_input(model: SequentialModel, input_override: Optional[tuple]) ->
                 return shape, f"data passed to {method}() at line {loc.line}"
     return None, ""
 
+
+
+def shape_attribute(model, attr: str) -> Any:
+    """``model.input_shape`` / ``model.output_shape`` of a functional model, or of a
+    Sequential whose input shape is known (Keras 3 raises on one not built yet): batch-first
+    tuples, a list where the model has several."""
+    if isinstance(model, SequentialModel):
+        shape, _ = sequential_input(model, None)
+        if shape is None:
+            return Unknown(f"Sequential model '{model.name}' has no input shape yet")
+        if attr == "input_shape":
+            return tuple(shape)
+        try:
+            return nested_output(model, tuple(shape))
+        except (LayerError, UnresolvedArgument) as exc:
+            return Unknown(f"the output shape of '{model.name}' is not known statically "
+                           f"({exc})")
+    tensors = model.inputs if attr == "input_shape" else model.outputs
+    if any(t.shape is None for t in tensors):
+        return Unknown(f"the {attr} of model '{model.name}' is not known statically")
+    shapes = [tuple(t.shape) for t in tensors]
+    return shapes if len(shapes) != 1 else shapes[0]
