@@ -204,6 +204,30 @@ def test_sequence_getitem_arrays_give_batch_and_shape():
     assert (setup.batch_size, setup.data_shapes) == (40, [(12,)])
 
 
+def test_fit_generator_takes_its_data_by_the_generator_keyword():
+    # Keras 2's fit_generator(generator=...), as the widely copied data-generator tutorial
+    # calls it with a Sequence subclass sized by its constructor's arguments
+    setup = setup_of("""\
+        class Volumes(keras.utils.Sequence):
+            def __init__(self, ids, batch_size=32, dim=(32, 32, 32), n_classes=10):
+                self.ids, self.batch_size, self.dim = ids, batch_size, dim
+                self.n_classes = n_classes
+            def __len__(self):
+                return len(self.ids) // self.batch_size
+            def __getitem__(self, index):
+                x = np.empty((self.batch_size, *self.dim, 1))
+                y = np.empty((self.batch_size,), dtype=int)
+                return x, keras.utils.to_categorical(y, num_classes=self.n_classes)
+        params = {'dim': (16, 16, 16), 'batch_size': 8, 'n_classes': 6}
+        model = keras.Sequential([keras.Input((16, 16, 16, 1)), layers.Flatten(),
+                                  layers.Dense(6, activation='softmax')])
+        model.compile('adam', 'categorical_crossentropy')
+        model.fit_generator(generator=Volumes(['a', 'b'], **params), workers=6)
+        """)
+    assert (setup.batch_size, setup.data_shapes) == (8, [(16, 16, 16, 1)])
+    assert "Volumes.__getitem__(0)" in setup.batch_source
+
+
 GENERATOR_SHRINKING_ITS_LAST_BATCH = """\
     import cv2
     class DataGenerator(keras.utils.PyDataset):

@@ -555,7 +555,12 @@ def _from_pydataset(interp, obj, node) -> Dataset:
 
 def resolve_fed(interp, args: list, kwargs: dict, node) -> tuple:
     """``(args, kwargs)`` of a fit()/predict()/... call with its data (``x``) replaced by
-    the :class:`Dataset` it amounts to, when it is a generator or a PyDataset."""
+    the :class:`Dataset` it amounts to, when it is a generator or a PyDataset.  Keras 2's
+    ``fit_generator(generator=...)`` (and ``predict_generator``, ``evaluate_generator``)
+    name it ``generator``: it becomes ``x``, as ``fit`` names it."""
+    if not args and "x" not in kwargs and "generator" in kwargs:
+        kwargs = {**{k: v for k, v in kwargs.items() if k != "generator"},
+                  "x": kwargs["generator"]}
     if args:
         fed = batches_of(interp, args[0], node)
         return ([fed, *args[1:]] if fed is not None else args), kwargs
