@@ -132,6 +132,22 @@ def test_input_shape_fills_an_input_whose_shape_is_unknown():
     assert note.severity == "info" and "(9, 9, 2)" in note.message
 
 
+def test_an_input_of_sizes_read_from_data_says_which_and_is_noted_once():
+    # keras.io's character-level text generator: Input((maxlen, len(chars))) with chars
+    # read from a downloaded corpus; the Sequential it starts has no note of its own
+    source = textwrap.dedent("""
+        import keras
+        from keras import layers
+        chars = sorted(set(open("corpus.txt").read()))
+        model = keras.Sequential([keras.Input(shape=(40, len(chars))), layers.LSTM(8)])
+        """)
+    result = analyze_text(source, "gen.py", Settings())
+    notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
+    assert [n for n in notes if "input" in n.lower()] == [
+        "Input 'input_layer': its shape (40, ?) is not known statically (len() of a value "
+        "not known statically); pass --input-shape 40,SIZE"], notes
+
+
 def test_no_note_when_a_model_is_built_or_nothing_is_a_factory():
     built = SOURCE + "\nmodel = build_mlp()\n"
     assert not [d for d in analyze_source(built, "f.py").diagnostics if "factor" in d.message]

@@ -284,12 +284,25 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
         state.note_info(loc, f"Input '{name}': its shape is not known statically; "
                              f"--input-shape gives {full[1:]}")
     if full is None:
-        state.note_unresolved(loc, f"Input '{name}'", "its shape is not known statically; "
-                              "pass --input-shape")
+        state.note_unresolved(loc, f"Input '{name}'", _open_shape_note(shape))
         ref.calls.append(CallRecord([], None))
         return Tensor(None, (ref, 0, 0), reason="model input shape unknown")
     ref.calls.append(CallRecord([], full))
     return Tensor(full, (ref, 0, 0))
+
+
+def _open_shape_note(shape: Any) -> str:
+    """Why an Input's shape is not known, and the ``--input-shape`` that gives it: the
+    sizes the code states, SIZE for the others (``Input((40, len(chars)))``)."""
+    if not isinstance(shape, (tuple, list)) or not shape or not any(
+            is_unknown(d) for d in shape) or not all(
+            is_unknown(d) or d is None or isinstance(d, int) for d in shape):
+        return "its shape is not known statically; pass --input-shape"
+    sizes = ["?" if is_unknown(d) else str(d) for d in shape]
+    reason = next(d.reason for d in shape if is_unknown(d))
+    given = ",".join("SIZE" if d is None or is_unknown(d) else str(d) for d in shape)
+    return (f"its shape ({', '.join(sizes)}) is not known statically ({reason}); "
+            f"pass --input-shape {given}")
 
 
 def _named_input_shape(state, loc, name: str, full, batch) -> Optional[tuple]:
