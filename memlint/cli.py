@@ -41,8 +41,9 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dim", action="append", metavar="NAME=SIZE",
                         help="size of a symbolic ONNX dimension, e.g. --dim seq=128, or "
                              "the value of a name a Keras script assigns where memlint "
-                             "cannot know it, e.g. --dim vocab_size=20000 (repeatable; the "
-                             "batch comes from --batch-size)")
+                             "cannot know it, e.g. --dim vocab_size=20000, or of len(NAME) "
+                             "in it, e.g. --dim 'len(chars)=57' (repeatable; the batch "
+                             "comes from --batch-size)")
     parser.add_argument("--entry", metavar="NAME",
                         help="analyse the model this function or class of the file builds, "
                              "called with its defaults or literal arguments: "

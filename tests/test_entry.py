@@ -134,18 +134,29 @@ def test_input_shape_fills_an_input_whose_shape_is_unknown():
 
 def test_an_input_of_sizes_read_from_data_says_which_and_is_noted_once():
     # keras.io's character-level text generator: Input((maxlen, len(chars))) with chars
-    # read from a downloaded corpus; the Sequential it starts has no note of its own
+    # read from a downloaded corpus; the Sequential it starts has no note of its own, and
+    # --dim 'len(chars)=SIZE' gives every len(chars) of the file
     source = textwrap.dedent("""
         import keras
         from keras import layers
         chars = sorted(set(open("corpus.txt").read()))
-        model = keras.Sequential([keras.Input(shape=(40, len(chars))), layers.LSTM(8)])
+        rows = open("rows.txt").read().split()
+        model = keras.Sequential([keras.Input(shape=(40, len(chars))), layers.LSTM(8),
+                                  layers.Dense(len(chars))])
+        other = keras.Input((len(rows) // 2, 3))
         """)
     result = analyze_text(source, "gen.py", Settings())
     notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
-    assert [n for n in notes if "input" in n.lower()] == [
+    assert [n for n in notes if "Input" in n or "input shape" in n] == [
         "Input 'input_layer': its shape (40, ?) is not known statically (len() of a value "
-        "not known statically); pass --input-shape 40,SIZE"], notes
+        "not known statically); --dim 'len(chars)=SIZE' gives it",
+        "Input 'input_layer_1': its shape (?, 3) is not known statically (arithmetic on "
+        "values not known statically); pass --input-shape SIZE,3"], notes
+    assert any(n.endswith("(--dim 'len(chars)=SIZE' gives it a value)") for n in notes), notes
+    given = analyze_text(source, "gen.py", Settings(dims={"len(chars)": 57}))
+    model = next(m for m in given.models if m.variable == "model")
+    assert [layer.output_shape for layer in model.layers] == [(None, 8), (None, 57)]
+    assert model.setup.given_values == ["len(chars) = 57 (--dim, first used at line 6)"]
 
 
 def test_no_note_when_a_model_is_built_or_nothing_is_a_factory():

@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+import libcst as cst
+
 from memlint.frontends.keras import (classes, data, devices, keras_utils, models, nested,
                                     plain_objects, shape_attrs, tensor_ops, training_loops,
                                     variables)
@@ -453,7 +455,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
             and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args[0]):
         return math.prod(args[0])
     if name.startswith("builtins."):
-        return _builtin(state, short, args, kwargs)
+        found = _builtin(state, short, args, kwargs)
+        return _given_length(interp, node, found) if short == "len" else found
     if name in _MATH and args and all(isinstance(a, (int, float)) for a in args):
         try:
             return _MATH[name](*args)
@@ -827,6 +830,22 @@ def _type_of(value: Any) -> Any:
 
 
 _DATA_RECORDS = (Array, Rows, frames.Frame, frames.Indexer, transformers.Transformer)
+
+
+def _given_length(interp, node, found: Any) -> Any:
+    """``len(NAME)`` not known statically, where ``--dim 'len(NAME)=SIZE'`` gives it
+    (``len(chars)`` of a corpus read from a file)."""
+    if not is_unknown(found) or not isinstance(node, cst.Call) or len(node.args) != 1 \
+            or not isinstance(node.args[0].value, cst.Name):
+        return found
+    key = f"len({node.args[0].value.value})"
+    if key not in interp.state.given_values:
+        return found
+    value = interp.state.given_values[key]
+    if not any(used.startswith(f"{key} = ") for used in interp.state.given_used):
+        interp.state.given_used.append(
+            f"{key} = {value} (--dim, first used at line {interp.location(node).line})")
+    return value
 
 
 def _builtin(state, name: str, args: list, kwargs: dict):

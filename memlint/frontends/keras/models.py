@@ -122,9 +122,21 @@ def _dim_hint(interp, node, args: list = (), kwargs: Optional[dict] = None) -> s
             value = (kwargs or {}).get(arg.keyword.value)
         if isinstance(value, Unknown) and not isinstance(arg.value, cst.Name):
             code = cst.Module([]).code_for_node(arg.value)
+            length = _length_of_a_name(arg.value)
+            if length is not None:
+                return f" (--dim '{length}=SIZE' gives it a value)"
             if len(code) <= 60 and "\n" not in code:
                 return f" (name it, e.g. `size = {code}`, then give it: --dim size=SIZE)"
     return ""
+
+
+def _length_of_a_name(node) -> Optional[str]:
+    """``len(NAME)`` as written, where ``node`` is such a call (``--dim`` can give it)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) \
+            and node.func.value == "len" and len(node.args) == 1 and not node.args[0].keyword \
+            and not node.args[0].star and isinstance(node.args[0].value, cst.Name):
+        return f"len({node.args[0].value.value})"
+    return None
 
 
 def _lambda_callables(args: list, kwargs: dict) -> dict:
@@ -284,16 +296,17 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
         state.note_info(loc, f"Input '{name}': its shape is not known statically; "
                              f"--input-shape gives {full[1:]}")
     if full is None:
-        state.note_unresolved(loc, f"Input '{name}'", _open_shape_note(shape))
+        state.note_unresolved(loc, f"Input '{name}'", _open_shape_note(shape, node))
         ref.calls.append(CallRecord([], None))
         return Tensor(None, (ref, 0, 0), reason="model input shape unknown")
     ref.calls.append(CallRecord([], full))
     return Tensor(full, (ref, 0, 0))
 
 
-def _open_shape_note(shape: Any) -> str:
+def _open_shape_note(shape: Any, node) -> str:
     """Why an Input's shape is not known, and the ``--input-shape`` that gives it: the
-    sizes the code states, SIZE for the others (``Input((40, len(chars)))``)."""
+    sizes the code states, SIZE for the others (``Input((40, len(chars)))``), or the
+    ``--dim`` that gives a size written ``len(NAME)``."""
     if not isinstance(shape, (tuple, list)) or not shape or not any(
             is_unknown(d) for d in shape) or not all(
             is_unknown(d) or d is None or isinstance(d, int) for d in shape):
@@ -301,8 +314,27 @@ def _open_shape_note(shape: Any) -> str:
     sizes = ["?" if is_unknown(d) else str(d) for d in shape]
     reason = next(d.reason for d in shape if is_unknown(d))
     given = ",".join("SIZE" if d is None or is_unknown(d) else str(d) for d in shape)
+    lengths = [_length_of_a_name(element.value) for element in _shape_elements(node)]
+    if len(lengths) == len(shape) and all(
+            length is not None for d, length in zip(shape, lengths) if is_unknown(d)):
+        named = " and ".join(f"--dim '{length}=SIZE'"
+                             for d, length in zip(shape, lengths) if is_unknown(d))
+        return (f"its shape ({', '.join(sizes)}) is not known statically ({reason}); "
+                f"{named} gives it")
     return (f"its shape ({', '.join(sizes)}) is not known statically ({reason}); "
             f"pass --input-shape {given}")
+
+
+def _shape_elements(node) -> list:
+    """The elements of the tuple or list written as ``Input``'s shape (first argument or
+    ``shape=``); none where it is not written as one."""
+    if not isinstance(node, cst.Call):
+        return []
+    arg = next((a for a in node.args if a.keyword is not None and a.keyword.value == "shape"),
+               node.args[0] if node.args and node.args[0].keyword is None else None)
+    if arg is None or not isinstance(arg.value, (cst.Tuple, cst.List)):
+        return []
+    return list(arg.value.elements)
 
 
 def _named_input_shape(state, loc, name: str, full, batch) -> Optional[tuple]:
