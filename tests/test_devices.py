@@ -304,3 +304,32 @@ def test_layout_map_patterns_match_as_keras_matches_them(pattern, sharded_kernel
                        setup=TrainingSetup(shards=[(pattern, 4)]))
     size = sharded(graph).layers[0].weights[0].size
     assert size == (1024 if sharded_kernel else 4096)
+
+
+def test_the_largest_batch_under_a_strategy_is_per_gpu_and_global():
+    # Keras 2's multi_gpu_model over 8 GPUs: the batch that fits is each GPU's share, and
+    # the global batch fit() would take is 8 times it (text, JSON and the job summary)
+    from memlint.reporters import json_format, summary, text
+    source = textwrap.dedent("""\
+        import numpy as np
+        from keras.utils import multi_gpu_model
+        from keras.models import Sequential
+        from keras.layers import Dense
+        model = Sequential([Dense(4096, input_shape=(4096,)), Dense(10)])
+        parallel = multi_gpu_model(model, gpus=8)
+        parallel.compile("sgd", "mse")
+        parallel.fit(np.zeros((512, 4096)), np.zeros((512, 10)), batch_size=256)
+        """)
+    report = analyze_text(source, "p.py", Settings(gpu="2GiB"))
+    (doc,) = json_format.document([report], [])["models"]
+    per_gpu = doc["largest_batch_size"]
+    assert doc["replicas"] == 8 and per_gpu > 32
+    assert doc["largest_global_batch_size"] == 8 * per_gpu
+    assert f"largest batch size that fits: {per_gpu:,} per GPU (a global batch of " \
+           f"{8 * per_gpu:,} over 8 replicas)" in text.render_report([report], [], None)
+    assert f"{per_gpu:,} per GPU" in summary.markdown([report], [])
+    one = analyze_text(source.replace("parallel = multi_gpu_model(model, gpus=8)",
+                                      "parallel = model"), "p.py", Settings(gpu="2GiB"))
+    (alone,) = json_format.document([one], [])["models"]
+    assert alone["largest_global_batch_size"] is None
+    assert "per GPU" not in text.render_report([one], [], None)

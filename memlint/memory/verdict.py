@@ -176,3 +176,12 @@ def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
     if not breakdown.batch_known:
         flags.append("--batch-size N")
     return flags
+
+
+def largest_global_batch(setup, per_gpu: Optional[int]) -> Optional[int]:
+    """Under a distribution strategy, the global batch (what ``fit(batch_size=)`` or the
+    dataset's batch states) whose per-GPU share is ``per_gpu``; None where the replicas are
+    not known or there is no strategy."""
+    if per_gpu is None or not setup.strategy or not setup.replicas:
+        return None
+    return per_gpu * setup.replicas

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memlint import __version__
-from memlint.memory.verdict import verdict
+from memlint.memory.verdict import largest_global_batch, verdict
 
 
 def _shape(shape):
@@ -72,7 +72,8 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         "verdict_margin": result.margin,
         "verdict_margin_basis": result.margin_basis,
         "peak_is_lower_bound": result.lower_bound,
-        "largest_batch_size": result.largest_batch_size,
+        "largest_batch_size": result.largest_batch_size,  # per GPU under a strategy
+        "largest_global_batch_size": largest_global_batch(setup, result.largest_batch_size),
         "unknown_activations": list(breakdown.unknown_activations),
         "not_modelled": [{"layer": name, "what": what} for name, what in breakdown.not_modelled],
         "batch_size_known": breakdown.batch_known,

@@ -55,6 +55,8 @@ def rows(reports: list, diff) -> list:
                 if result.share is not None else "—"
             largest = f"{result.largest_batch_size:,}" if result.largest_batch_size is not None \
                 else "—"
+            if result.largest_batch_size is not None and graph.setup.strategy:
+                largest += " per GPU"
             batch = f"{breakdown.batch_size:,}" if breakdown.batch_known else "?"
             row = [f"`{graph.name}`", f"`{report.path}{line}`", f"{graph.params:,}", peak,
                    batch, share, _VERDICT.get(result.status, result.status), largest]
