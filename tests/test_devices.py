@@ -333,3 +333,10 @@ def test_the_largest_batch_under_a_strategy_is_per_gpu_and_global():
     (alone,) = json_format.document([one], [])["models"]
     assert alone["largest_global_batch_size"] is None
     assert "per GPU" not in text.render_report([one], [], None)
+    # MEM002's advice alike, for the whole peak and for one layer's output
+    over = analyze_text(source.replace("np.zeros((512, 4096)), np.zeros((512, 10))", "x, y")
+                        .replace("batch_size=256", "batch_size=524288"), "p.py",
+                        Settings(gpu="2GiB"))
+    advice = [d.message for d in over.diagnostics if d.code == "MEM002"]
+    assert len(advice) == 2 and all(" per GPU (a global batch of " in m for m in advice), \
+        advice

@@ -28,7 +28,7 @@ from memlint.diagnostics import Diagnostic
 from memlint.ir import as_shape_list
 from memlint.memory.dtypes import precision
 from memlint.memory.estimate import VIEW_LAYERS, estimate, layer_activation_bytes
-from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, margin_text,
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, batch_text, margin_text,
                                     unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
@@ -83,7 +83,8 @@ class OversizedFeatureMap(Rule):
                        f"(activation-share {share:.0%})")
             advice = []
             if fits >= 1:
-                advice.append(f"batch size <= {fits} keeps it under {share:.0%}")
+                advice.append(f"batch size <= {batch_text(graph.setup, fits)} keeps it "
+                              f"under {share:.0%}")
             else:
                 advice.append(f"even one sample's output ({format_bytes(per_sample)}) is over "
                               f"{share:.0%}")
@@ -136,7 +137,7 @@ class OversizedFeatureMap(Rule):
             advice.append("the largest batch size that fits cannot be given: "
                           f"{unknown_layers_text(result.unknown_layers)}")
         elif fits >= 1:
-            advice.append(f"batch size <= {fits} fits" + (
+            advice.append(f"batch size <= {batch_text(setup, fits)} fits" + (
                 f" with the {result.margin:.0%} margin for memlint's error"
                 if result.margin else ""))
         else:
@@ -155,7 +156,8 @@ class OversizedFeatureMap(Rule):
             if mixed_result.status == FITS:
                 text += f" and the peak ({format_bytes(mixed.peak)}) fits at batch size {batch}"
             elif mixed_result.largest_batch_size:
-                text += f", so batch size <= {mixed_result.largest_batch_size} fits"
+                text += (f", so batch size <= "
+                         f"{batch_text(setup, mixed_result.largest_batch_size)} fits")
             advice.append(text)
         message += "; " + "; ".join(advice) + "."
         location = setup.location or graph.location
@@ -176,7 +178,7 @@ class OversizedFeatureMap(Rule):
                    f"too close to call: {margin_text(result)}")
         fits = result.largest_batch_size
         if fits:
-            message += f"; batch size <= {fits} fits with the margin"
+            message += f"; batch size <= {batch_text(setup, fits)} fits with the margin"
         message += "."
         return self.diagnostic(
             ctx, setup.location or graph.location, message, severity="warning",

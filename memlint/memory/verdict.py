@@ -178,6 +178,16 @@ def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
     return flags
 
 
+def batch_text(setup, size: int) -> str:
+    """A batch size as the code would set it: under a distribution strategy each GPU's
+    share, with the global batch it makes over the replicas where their number is known."""
+    if not setup.strategy:
+        return f"{size:,}"
+    total = largest_global_batch(setup, size)
+    return f"{size:,} per GPU" + (f" (a global batch of {total:,} over {setup.replicas} "
+                                  "replicas)" if total else "")
+
+
 def largest_global_batch(setup, per_gpu: Optional[int]) -> Optional[int]:
     """Under a distribution strategy, the global batch (what ``fit(batch_size=)`` or the
     dataset's batch states) whose per-GPU share is ``per_gpu``; None where the replicas are

@@ -8,8 +8,8 @@ from memlint.checks.wording import percent
 from memlint.layers.base import format_shape
 from memlint.memory.dtypes import precision
 from memlint.memory.estimate import CATEGORIES, layer_activation_bytes
-from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, largest_global_batch,
-                                    margin_text, sizing_flags, unknown_layers_text, verdict)
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, batch_text, margin_text,
+                                    sizing_flags, unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
 
@@ -178,14 +178,10 @@ def model_report(graph, breakdown, budget) -> list:
         result = verdict(breakdown, budget)
         lines.append(f"  verdict:      {verdict_text(result)}")
         if result.largest_batch_size is not None:
-            per_gpu = ""
-            if setup.strategy:
-                total = largest_global_batch(setup, result.largest_batch_size)
-                per_gpu = " per GPU" + (f" (a global batch of {total:,} over "
-                                        f"{setup.replicas} replicas)" if total else "")
-            lines.append(f"  largest batch size that fits: {result.largest_batch_size:,}"
-                         + per_gpu + (f" (with the {percent(result.margin)} margin)"
-                                      if result.margin else ""))
+            lines.append("  largest batch size that fits: "
+                         + batch_text(setup, result.largest_batch_size)
+                         + (f" (with the {percent(result.margin)} margin)"
+                            if result.margin else ""))
     flags = sizing_flags(graph, breakdown)
     if flags:
         lines.append(f"  to size it:   pass {' and '.join(flags)}")
