@@ -340,3 +340,20 @@ def test_the_largest_batch_under_a_strategy_is_per_gpu_and_global():
     advice = [d.message for d in over.diagnostics if d.code == "MEM002"]
     assert len(advice) == 2 and all(" per GPU (a global batch of " in m for m in advice), \
         advice
+
+
+def test_mem005s_batch_advice_under_a_strategy_is_per_gpu():
+    source = textwrap.dedent("""\
+        import sys
+        from keras.utils import multi_gpu_model
+        from keras.models import Sequential
+        from keras.layers import Dense
+        model = Sequential([Dense(4096, input_shape=(4096,)), Dense(10)])
+        parallel = multi_gpu_model(model, gpus=8)
+        parallel.compile("sgd", "mse")
+        parallel.fit(x, y, batch_size=int(sys.argv[1]))
+        """)
+    report = analyze_text(source, "p.py", Settings(gpu="2GiB"))
+    (note,) = [d.message for d in report.diagnostics if d.code == "MEM005"]
+    assert re.search(r"batch size <= ([\d,]+) per GPU \(a global batch of [\d,]+ over 8 "
+                     r"replicas\) fits", note), note

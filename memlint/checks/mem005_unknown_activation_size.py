@@ -20,8 +20,8 @@ from memlint.checks.base import Rule, RuleContext, register
 from memlint.checks.wording import percent
 from memlint.diagnostics import Diagnostic
 from memlint.layers.base import format_shape
-from memlint.memory.verdict import (DOES_NOT_FIT, input_shape_hint, memory_graph, name_list,
-                                    sizing_flags, unknown_layers_text, verdict)
+from memlint.memory.verdict import (DOES_NOT_FIT, batch_text, input_shape_hint, memory_graph,
+                                    name_list, sizing_flags, unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
 MAX_REASONS = 2  # distinct reasons quoted in the message
@@ -46,7 +46,7 @@ class UnknownActivationSize(Rule):
                                  if n in by_name] or [None])[0]
             result = verdict(breakdown, ctx.budget)
             parts = [self._what(graph, breakdown, unknown)]
-            parts.append(self._bound(result, breakdown))
+            parts.append(self._bound(result, breakdown, graph.setup))
             flags = sizing_flags(graph, breakdown)
             if flags:
                 parts.append(f"Pass {' and '.join(flags)} with the sizes of the data the "
@@ -89,7 +89,7 @@ class UnknownActivationSize(Rule):
         return text if breakdown.batch_known else f"{text}, and {batch}"
 
     @staticmethod
-    def _bound(result, breakdown) -> str:
+    def _bound(result, breakdown, setup) -> str:
         """What the known parts come to, and the verdict they allow."""
         at_one = "" if breakdown.batch_known else " at batch size 1"
         text = f"The known parts{at_one} come to at least {format_bytes(result.peak)}"
@@ -101,7 +101,7 @@ class UnknownActivationSize(Rule):
         text += f" ({percent(result.share)} of the {usable} usable)"
         if result.largest_batch_size is not None:  # only the batch size is unknown
             return text + (": whether it fits depends on the batch size, and batch size <= "
-                           f"{result.largest_batch_size:,} fits")
+                           f"{batch_text(setup, result.largest_batch_size)} fits")
         return text + ", so whether it fits is unknown and no largest batch size can be given"
 
 
