@@ -156,3 +156,31 @@ model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
     notes = [d.message for d in result.diagnostics if d.message.startswith("for loop")]
     assert notes == ["for loop: the loop's iterable is not known statically; its body is "
                      "skipped, and labels, pairs are unknown after it"], notes
+
+
+def test_a_model_run_only_in_a_skipped_loop_is_estimated_for_that_use():
+    # keras.io's video classifier extracts features frame by frame of files it lists: the
+    # extractor is predicted on, never trained (it was assumed trained at batch 32)
+    result = analyze_source(HEADER + """
+import glob
+extractor = keras.Sequential([keras.Input((64, 64, 3)), layers.Conv2D(8, 3),
+                              layers.GlobalAveragePooling2D()])
+features = []
+for path in glob.glob("frames/*.npy"):
+    frame = np.load(path)
+    features.append(extractor.predict(frame[None], verbose=0))
+""", "m.py")
+    (graph,) = result.models
+    assert graph.setup.mode == "infer"
+    assert graph.setup.mode_source == "predict() at line 11"
+    # a model trained only in such a loop: its batch is the loop's, not known
+    result = analyze_source(HEADER + """
+model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
+model.compile("adam", "mse")
+for x, y in make_batches("data.csv"):
+    model.train_on_batch(x, y)
+""", "m.py")
+    (graph,) = result.models
+    assert graph.setup.mode == "train" and graph.setup.batch_size is None
+    assert graph.setup.mode_source == "train_on_batch() at line 8"
+    assert "not known statically" in graph.setup.batch_source

@@ -32,8 +32,9 @@ from memlint.frontends.keras.names import canonical
 from memlint.frontends.keras.slice_scan import may_call_layers
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
-from memlint.frontends.keras.values import (Array, ModuleValue, Ref, SequentialModel,
-                                            Unknown, UserFunction, is_unknown)
+from memlint.frontends.keras.values import (Array, FunctionalModel, ModuleValue, Ref,
+                                            SequentialModel, Unknown, UserFunction,
+                                            is_unknown)
 from memlint.ir import Location
 from memlint.source_index import SourceIndex
 
@@ -147,6 +148,19 @@ class _LoopControl(Exception):
 class _Return(Exception):
     def __init__(self, value: Any):
         self.value = value
+
+
+def _method_call(tree, root: str, method: str):
+    """The first ``root.method(...)`` call in ``tree``, or None."""
+    if isinstance(tree, cst.Call) and isinstance(tree.func, cst.Attribute) \
+            and isinstance(tree.func.value, cst.Name) and tree.func.value.value == root \
+            and tree.func.attr.value == method:
+        return tree
+    for child in tree.children:
+        found = _method_call(child, root, method)
+        if found is not None:
+            return found
+    return None
 
 
 def _unknown_after(names: list) -> str:
@@ -547,6 +561,7 @@ class Interpreter(ExpressionEvaluator):
         if items is None:
             rows = row_loops.fill_rows(self, stmt)  # sliding windows: rows of known shape
             forgotten = self._forget_skipped(stmt)
+            self._uses_in_skipped(stmt)
             if rows:
                 for name, value in rows.items():
                     scope_of(self, name)[name] = value
@@ -656,6 +671,21 @@ class Interpreter(ExpressionEvaluator):
             f"the layers the loop at line {line} adds: its {what} is not known statically",
             stmt)
         return [name for name in forgotten if name not in unknown_before]
+
+    def _uses_in_skipped(self, stmt: cst.For) -> None:
+        """A model a skipped ``for`` loop trains or runs (``feature_extractor.predict(frame)``
+        for frames of files it lists): the call is recorded as if made, on data not known,
+        so the model is not taken for one the code never uses (then assumed trained)."""
+        for call in self.slicer.scanner.summary(stmt).calls:
+            if call.kind != "chain" or not call.root or call.dotted not in models.DATA_USES:
+                continue
+            model = self._value_of(call.root)
+            if not isinstance(model, (SequentialModel, FunctionalModel)):
+                continue
+            node = _method_call(stmt, call.root, call.dotted) or stmt
+            models.model_method(self, model, call.dotted,
+                                [Unknown(f"data of the loop at line {self.location(stmt).line}, "
+                                         "whose iterable is not known statically")], {}, node)
 
     def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
         """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential

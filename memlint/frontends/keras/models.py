@@ -1008,6 +1008,8 @@ _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict"
                   "predict_on_batch", "predict_generator", "evaluate", "test_on_batch"}
 _BUILDING_METHODS = {"fit", "train_on_batch", "predict", "predict_on_batch", "evaluate",
                      "test_on_batch"}
+# the usage methods that take data (all but compile)
+DATA_USES = frozenset(_USAGE_METHODS - {"compile"})
 
 
 def model_method(interp, model, method: str, args: list, kwargs: dict, node) -> Any:
