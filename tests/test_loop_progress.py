@@ -184,3 +184,21 @@ for x, y in make_batches("data.csv"):
     assert graph.setup.mode == "train" and graph.setup.batch_size is None
     assert graph.setup.mode_source == "train_on_batch() at line 8"
     assert "not known statically" in graph.setup.batch_source
+
+
+def test_a_skipped_loop_s_call_keeps_the_arguments_it_does_not_change():
+    # the epochs come from the command line: the loop is skipped, the batch size it gives
+    # fit() is the code's, the data too (the loop changes neither)
+    result = analyze_source(HEADER + """
+import sys
+x = np.zeros((1000, 8))
+y = np.zeros((1000, 2))
+model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
+model.compile("adam", "mse")
+for epoch in range(int(sys.argv[1])):
+    model.fit(x, y, batch_size=64, epochs=1)
+""", "m.py")
+    (graph,) = result.models
+    assert (graph.setup.mode, graph.setup.batch_size) == ("train", 64)
+    assert graph.setup.mode_source == "fit() at line 11"
+    assert not [d for d in result.diagnostics if "line 11" in d.message], result.diagnostics

@@ -682,10 +682,34 @@ class Interpreter(ExpressionEvaluator):
             model = self._value_of(call.root)
             if not isinstance(model, (SequentialModel, FunctionalModel)):
                 continue
-            node = _method_call(stmt, call.root, call.dotted) or stmt
-            models.model_method(self, model, call.dotted,
-                                [Unknown(f"data of the loop at line {self.location(stmt).line}, "
-                                         "whose iterable is not known statically")], {}, node)
+            node = _method_call(stmt, call.root, call.dotted)
+            args, kwargs = self._arguments_after(node) if node is not None else ([], {})
+            if not args and "x" not in kwargs and "generator" not in kwargs:
+                args = [Unknown(f"data of the loop at line {self.location(stmt).line}, whose "
+                                "iterable is not known statically")]
+            models.model_method(self, model, call.dotted, args, kwargs, node or stmt)
+
+    def _arguments_after(self, node: cst.Call) -> tuple:
+        """The arguments of a call in a loop memlint skipped, evaluated after it (what the
+        loop changes is unknown then: ``batch_size=64`` is kept, the loop's batch is not);
+        nothing evaluating them notes is reported."""
+        state = self.state
+        marks = (len(state.diagnostics), len(state.unresolved))
+        state.quiet += 1
+        try:
+            args, kwargs = [], {}
+            for arg in node.args:
+                if arg.star:
+                    return [], {}
+                value = self.eval(arg.value)
+                if arg.keyword is not None:
+                    kwargs[arg.keyword.value] = value
+                else:
+                    args.append(value)
+            return args, kwargs
+        finally:
+            state.quiet -= 1
+            del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
 
     def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
         """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential
