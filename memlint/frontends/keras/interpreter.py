@@ -693,11 +693,8 @@ class Interpreter(ExpressionEvaluator):
         """The arguments of a call in a loop memlint skipped, evaluated after it (what the
         loop changes is unknown then: ``batch_size=64`` is kept, the loop's batch is not);
         nothing evaluating them notes is reported."""
-        state = self.state
-        marks = (len(state.diagnostics), len(state.unresolved))
-        state.quiet += 1
-        try:
-            args, kwargs = [], {}
+        args, kwargs = [], {}
+        with self.state.unreported():
             for arg in node.args:
                 if arg.star:
                     return [], {}
@@ -706,10 +703,7 @@ class Interpreter(ExpressionEvaluator):
                     kwargs[arg.keyword.value] = value
                 else:
                     args.append(value)
-            return args, kwargs
-        finally:
-            state.quiet -= 1
-            del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
+        return args, kwargs
 
     def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
         """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential

@@ -192,19 +192,16 @@ def _quiet_trace(interp, function, inputs: Any, node) -> Any:
     from the callable ``output_shape`` and never traces it, so nothing the trace notes is
     reported."""
     state = interp.state
-    marks = (len(state.diagnostics), len(state.unresolved))
     collectors = (getattr(state, "trace_collector", None),
                   getattr(state, "call_collector", None))
     state.trace_collector = state.call_collector = None  # nothing of it is the model's
-    state.quiet += 1
     interp.tracing = getattr(interp, "tracing", 0) + 1
     try:
-        return calls_module().call(interp, function, [inputs], {}, node)
+        with state.unreported():
+            return calls_module().call(interp, function, [inputs], {}, node)
     finally:
         state.trace_collector, state.call_collector = collectors
         interp.tracing -= 1
-        state.quiet -= 1
-        del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
 
 
 def _lambda_work(result: Any, inputs: list) -> Optional[str]:

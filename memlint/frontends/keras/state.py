@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from memlint.diagnostics import Diagnostic
 from memlint.ir import Location, Unresolved
@@ -111,6 +112,18 @@ class FileState:
             code=code, name=name, severity=severity, message=message + detail, path=self.path,
             line=location.line, column=location.column,
             end_line=location.end_line, end_column=location.end_column))
+
+    @contextmanager
+    def unreported(self) -> Iterator[None]:
+        """Code evaluated for memlint's own use (a function Keras never traces, a skipped
+        loop's call evaluated after it): nothing it notes is reported."""
+        marks = (len(self.diagnostics), len(self.unresolved))
+        self.quiet += 1
+        try:
+            yield
+        finally:
+            self.quiet -= 1
+            del self.diagnostics[marks[0]:], self.unresolved[marks[1]:]
 
     def note_unresolved(self, location: Location, what: str, reason: str,
                         detail: str = "") -> None:
