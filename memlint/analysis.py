@@ -171,8 +171,8 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
             compute_capability=budget.compute_capability if budget is not None else None))
     if budget is not None and models:
         # the process's own caps and its backend's reserve decide what each GPU offers
-        budget = report.budget = process_budget(budget, report.memory_caps,
-                                                models[0].setup.backend,
+        backend = "onnx" if models[0].kind == "ONNX" else models[0].setup.backend
+        budget = report.budget = process_budget(budget, report.memory_caps, backend,
                                                 configured_reserve=bool(settings.reserve))
     sized = [memory_graph(graph) for graph in report.models]  # what the rules size
     for code, rule in sorted(RULES.items()):

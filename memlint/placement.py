@@ -27,7 +27,8 @@ JAX_DEFAULT_FRACTION = 0.75
 
 
 def backend_family(backend: Optional[str]) -> str:
-    """tf, jax or torch (code that names no backend is TensorFlow/Keras 2)."""
+    """tf, jax or torch (code that names no backend is TensorFlow/Keras 2, and an exported
+    ONNX graph keeps TensorFlow's reserve: its runtime is not known)."""
     if backend in ("jax", "torch"):
         return backend
     return "tf"
@@ -41,6 +42,9 @@ def process_budget(budget: Budget, caps: list, backend: Optional[str],
     cap, source = None, ""
     reserve, reserve_source = budget.framework_reserve, budget.reserve_source
     if family == "tf":
+        if backend == "onnx" and not configured_reserve:
+            reserve_source = "TensorFlow's default, kept: the runtime an exported graph runs " \
+                             "under is not known (--reserve sets yours)"
         if "tf-limit" in found:
             cap, source = int(found["tf-limit"].value), found["tf-limit"].source
         elif "tf-fraction" in found:

@@ -60,6 +60,22 @@ def test_inference_peak_is_the_liveness_peak(tmp_path):
     assert breakdown.category("gradients") == 0
 
 
+def test_the_report_names_the_tensors_alive_at_the_inference_peak(tmp_path, capsys):
+    # the second Conv's output beside the first Relu's (in the first Conv's buffer, which
+    # the Relu reused); the input is gone; the reserve is TensorFlow's, said to be kept for a
+    # runtime not known
+    path = conv_stack(tmp_path / "m.onnx")
+    report = analyze_file(str(path), Settings(batch_size=2, gpu="t4"))
+    (breakdown,) = report.breakdowns
+    tensor = 2 * 16 * 32 * 32 * 4
+    assert [(t["name"], t["bytes"]) for t in breakdown.peak_at["tensors"]] == [
+        ("r0", tensor), ("c1", tensor)]
+    assert main(["report", str(path), "--batch-size", "2", "--gpu", "t4"]) == 0
+    out = capsys.readouterr().out
+    assert "largest tensors alive there:\n        128 KiB  r0 (live)\n" in out
+    assert "kept: the runtime an exported graph runs under is not known" in out
+
+
 def test_training_mode_counts_gradients_and_optimizer(tmp_path):
     report = analyze_file(str(conv_stack(tmp_path / "m.onnx")),
                           Settings(batch_size=2, mode="train", optimizer="adam"))

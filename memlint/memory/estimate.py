@@ -296,6 +296,7 @@ def _onnx_inference(graph: ModelGraph, setup: TrainingSetup, batch: int,
     in its own dtype, elementwise nodes reusing a dying input (:mod:`memlint.memory.liveness`),
     the graph inputs included; the weights in their stored dtypes."""
     from memlint.memory.liveness import inference_peak
+    from memlint.memory.walk import KINDS
 
     prec = precision(setup.dtype_policy)
     weights = sum(w.size * (w.itemsize or prec.variable_bytes)
@@ -304,7 +305,8 @@ def _onnx_inference(graph: ModelGraph, setup: TrainingSetup, batch: int,
                              batch_known=batch_is_known(setup),
                              profile=profile.name if profile is not None else None)
     unknown: list = []
-    live, node, per_node = inference_peak(graph, batch, unknown)
+    alive: list = []
+    live, node, per_node = inference_peak(graph, batch, unknown, alive)
     _, _, at_one = inference_peak(graph, 1)
     _, _, at_two = inference_peak(graph, 2)
     result.parts = [
@@ -323,7 +325,9 @@ def _onnx_inference(graph: ModelGraph, setup: TrainingSetup, batch: int,
     if peak_index >= 0:
         result.per_sample_bytes = curve[peak_index][0]
     result.fixed_bytes = result.peak - result.per_sample_bytes * batch
-    result.peak_at = {"phase": "forward", "layer": node, "bytes": result.peak, "tensors": []}
+    result.peak_at = {"phase": "forward", "layer": node, "bytes": result.peak, "tensors": [
+        {"name": name, "layer": node, "kind": "live", "category": KINDS["live"][1],
+         "bytes": size} for name, size in alive[:PEAK_TENSORS]]}
     result.unknown_activations = [
         layer.name for layer in graph.layers if layer.type not in INPUT_TYPES
         and layer_activation_bytes(layer, batch, prec.compute_bytes) is None]

@@ -48,10 +48,13 @@ def _sizes(layer, batch_size: int) -> list:
     return output_bytes(layer, layer.output_shape, batch_size, DEFAULT_ITEMSIZE)
 
 
-def inference_peak(graph, batch_size: int, unknown: Optional[list] = None) -> tuple:
+def inference_peak(graph, batch_size: int, unknown: Optional[list] = None,
+                   at_peak: Optional[list] = None) -> tuple:
     """``(peak bytes, name of the node at the peak, [(node name, live bytes), ...])`` for
     activations at ``batch_size``.  Tensors of unknown size count as 0 and their names are
-    appended to ``unknown`` when a list is given."""
+    appended to ``unknown`` when a list is given; ``at_peak``, when given, gets the buffers
+    alive at the peak as ``(tensor name, bytes)``, largest first (a buffer that several
+    tensors share named by the first)."""
     layers = graph.layers
     last_use: dict = {}
     for index, layer in enumerate(layers):
@@ -109,6 +112,12 @@ def inference_peak(graph, batch_size: int, unknown: Optional[list] = None) -> tu
         per_node.append((layer.name, live_bytes))
         if live_bytes > peak or peak_node is None:
             peak, peak_node = live_bytes, layer.name
+            if at_peak is not None:
+                named: dict = {}
+                for tensor, buf in owner.items():
+                    named.setdefault(buf, tensor)
+                at_peak[:] = sorted(((tensor, buffers[buf]) for buf, tensor in named.items()
+                                     if buffers[buf]), key=lambda item: -item[1])
         for name in set(layer.config.get("inputs", [])):
             if last_use.get(name) == index and name not in keep:
                 live_bytes -= release(name)
