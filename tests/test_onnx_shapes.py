@@ -210,3 +210,35 @@ def test_loop_outputs_from_the_body(use_onnx):
     result = analyze_model(model, "m.onnx", batch_size=3, use_onnx_inference=use_onnx)
     assert result.tensors["y"][0] == (None, 4)
     assert result.tensors["steps"][0] == (5, 3, 4)  # the trip count leads
+
+
+def sequence_fixed_at_export():
+    """x [N, seq, 8] reshaped to [16, 4 * N, 2]: the 16 is the sequence length the graph
+    was traced with (an exporter's constant), the 4 * N comes from the input's shape."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+             helper.make_node("Mul", ["batch", "four"], ["rows"]),
+             helper.make_node("Unsqueeze", ["rows", "axes"], ["rows1"]),
+             helper.make_node("Concat", ["sixteen", "rows1", "two"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    return M.build(nodes, [("x", M.F, ["N", "seq", 8])], ["y"],
+                   [M.ints("zero", 0), M.ints("four", 4), M.ints("axes", [0]),
+                    M.ints("sixteen", [16]), M.ints("two", [2])])
+
+
+@pytest.mark.parametrize("use_onnx", [True, False])
+def test_a_reshape_fixed_at_export_rejects_another_sequence_length(use_onnx):
+    # ONNX Runtime runs it at the traced length and fails at any other: so does memlint
+    # (it read the other length's tensor as the traced one's, an under-estimate)
+    model = sequence_fixed_at_export()
+    check_against_ort(model, batch=3, use_onnx=use_onnx, strip=not use_onnx,
+                      dims={"seq": 16})
+    fine = analyze_model(model, "m.onnx", batch_size=3, dims={"seq": 16},
+                         use_onnx_inference=use_onnx)
+    assert not [d for d in fine.diagnostics if d.code == "MEM901"]
+    longer = analyze_model(model, "m.onnx", batch_size=3, dims={"seq": 64},
+                           use_onnx_inference=use_onnx)
+    (refused,) = [d.message for d in longer.diagnostics if d.code == "MEM901"]
+    assert "cannot reshape (batch, 64, 8) into (16, batch*4, 2)" in refused
+    with pytest.raises(Exception, match="Reshape"):
+        M.ort_shapes(model, M.random_feeds(model, {"N": 3, "seq": 64}))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from memlint.frontends.onnx.dims import (BOOL, INT64, axis, broadcast, divide, is_int,
-                                         is_known_dim, prod)
+from memlint.frontends.onnx.dims import (BATCH, BOOL, INT64, BatchTimes, axis, broadcast,
+                                         divide, is_int, is_known_dim, prod)
 from memlint.frontends.onnx.registry import op
 # The elementwise operator kinds are listed once, where the memory model reads them too.
 from memlint.memory.liveness import BINARY, COMPARE, UNARY
@@ -89,10 +89,23 @@ def _reshape_target(data, target, allowzero: bool):
     if -1 in out:
         i = out.index(-1)
         out[i] = _infer_missing(data, out[:i] + out[i + 1:])
-    elif all(is_int(d) for d in data) and all(is_int(d) for d in out) \
-            and prod(data) != prod(out):
-        raise ValueError(f"cannot reshape {data} into {out}")
+    else:
+        # ints, or multiples of the batch (a size fixed at export, [16, batch * 4, 16], no
+        # longer holds a tensor of another sequence length)
+        have, want = prod(data), prod(out)
+        if have is not None and want is not None and have != want \
+                and is_int(have) == is_int(want):  # (an int against the batch: its size decides)
+            raise ValueError(f"cannot reshape {_dims(data)} into {_dims(out)}: they hold "
+                             "different numbers of elements (a size fixed in the graph when "
+                             "it was exported, such as the sequence length it was traced "
+                             "with?)")
     return out
+
+
+def _dims(shape) -> str:
+    """A shape for a message: the batch as ``batch``, its multiples as ``batch*k``."""
+    return "(" + ", ".join("batch" if d == BATCH else f"batch*{d.k}" if isinstance(
+        d, BatchTimes) else "?" if d is None else str(d) for d in shape) + ")"
 
 
 def _infer_missing(data, others):
