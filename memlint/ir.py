@@ -273,6 +273,8 @@ class ModelGraph:
     # why the sizes the data (or --input-shape) gives could not be carried through the
     # model, when they could not: the estimate then has the unknown sizes it had without
     unsized_because: str = ""
+    # an exported graph's symbolic input dimensions no --dim binds (ONNX), sorted
+    open_dims: tuple = ()
     # the layers the memory model's opened graph took from inside models used as layers
     # (memlint.memory.nesting): a tensor of theirs that nothing reads is not a model output
     opened_inner: tuple = ()  # (a tuple: the result cache stores graphs as JSON)

@@ -231,3 +231,16 @@ def test_report_shows_live_memory_per_node_and_explains_parameter_counts(tmp_pat
     # the input (2*3*32*32 floats, 24 KiB) and Conv_0's output (2*16*32*32 floats, 128 KiB)
     assert conv.split()[-2:] == ["152", "KiB"]
     assert "exporters fold BatchNormalization" in out and "profile:" not in out
+
+
+def test_an_open_symbolic_dimension_is_given_by_dim_not_by_input_shape(tmp_path):
+    model = M.build([helper.make_node("Relu", ["x"], ["y"])],
+                    [("x", M.F, ["N", "seq", 8])], ["y"], name="open")
+    report = analyze_file(str(_save(model, tmp_path / "o.onnx")),
+                          Settings(batch_size=4, gpu="t4"))
+    (note,) = [d.message for d in report.diagnostics if d.code == "MEM005"]
+    assert note.endswith("Pass --dim seq=SIZE with the sizes of the data the model is fed.")
+    assert "--input-shape" not in note and "Keras" not in note
+    sized = analyze_file(str(tmp_path / "o.onnx"), Settings(batch_size=4, gpu="t4",
+                                                            dims={"seq": 10}))
+    assert not [d for d in sized.diagnostics if d.code == "MEM005"]

@@ -115,7 +115,7 @@ def _layer_causes(graph, unknown) -> list:
     for reason, layer in list(first_by_reason.items())[:MAX_REASONS]:
         causes.append(f"{layer.type} '{layer.name}': {reason}")
     open_inputs: dict = {}  # each distinct input shape with open dimensions: how many inputs
-    for shape in graph.input_shapes:
+    for shape in graph.input_shapes if graph.kind != "ONNX" else ():  # (symbols: --dim)
         if input_shape_hint(shape):
             open_inputs[shape] = open_inputs.get(shape, 0) + 1
     for shape, count in open_inputs.items():

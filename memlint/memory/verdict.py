@@ -161,10 +161,13 @@ def memory_graph(graph):
 
 def sizing_flags(graph, breakdown: MemoryBreakdown) -> list:
     """The options that would complete the estimate: ``--input-shape`` (one input) or
-    ``--input NAME=...`` (several) with placeholders for the unknown input dimensions,
-    ``--batch-size`` when the batch size is unknown."""
+    ``--input NAME=...`` (several) with placeholders for the unknown input dimensions
+    (``--dim`` for an ONNX graph's symbols), ``--batch-size`` when the batch size is
+    unknown."""
     flags = []
-    if breakdown.unknown_activations and not getattr(graph, "unsized_because", ""):
+    if breakdown.unknown_activations and graph.kind == "ONNX":
+        flags += [f"--dim {name}=SIZE" for name in getattr(graph, "open_dims", ())]
+    elif breakdown.unknown_activations and not getattr(graph, "unsized_because", ""):
         sized = memory_graph(graph)
         hints = [h for h in map(input_shape_hint, sized.input_shapes) if h]
         if len(hints) == 1 and len(sized.input_shapes) == 1:

@@ -138,6 +138,10 @@ def analyze_model(model, path: str, batch_size: Optional[int] = None,
     producer: dict = {}  # tensor -> (layer name, output index)
     initializers = {t.name for t in graph.initializer}
     graph_outputs = {v.name for v in graph.output}
+    ir.open_dims = tuple(sorted({
+        d for value in graph.input if value.name not in initializers
+        and value.name in shapes.tensors for d in shapes.tensors[value.name].shape or []
+        if isinstance(d, str) and d != BATCH}))
     for value in graph.input:
         if value.name in initializers:
             continue
