@@ -420,9 +420,9 @@ class XlaFusion:
                 or (kind is not None and kind.is_elementwise(layer.config)))):
             return False
         # a GEMM computes an element-wise operand as it reads (Triton's), never a
-        # concatenation: one that joins its operand is written for it (H100 plans, train and predict, of a
-        # Lambda concatenating features with their squares into a Dense(32)); a product
-        # XLA reduces itself computes either
+        # concatenation: one that joins its operand is written for it (H100 plans, train
+        # and predict, of a Lambda concatenating features with their squares into a
+        # Dense(32)); a product XLA reduces itself computes either
         if not (kind is not None and kind.is_elementwise(layer.config)) and (
                 layer.type == "Concatenate" or _moves_only(layer)) and any(
                 self._gemm(reader) for reader in self.readers(key)):
