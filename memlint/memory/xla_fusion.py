@@ -179,10 +179,11 @@ def concatenated_in_product(widths: list) -> bool:
 
 
 def _moves_only(layer) -> bool:
-    """A Lambda whose traced function only moves, joins or computes elements in place (a
-    slice, a concatenation): like a concatenation, a loop fusion writes it as it reads."""
-    return layer.type == "Lambda" and isinstance(layer.config, dict) \
-        and layer.config.get("work") in ("layout", "elementwise")
+    """A Lambda whose traced function, or an operation (``ops.transpose``) that only moves,
+    joins or computes elements in place (a slice, a concatenation): like a concatenation,
+    a loop fusion writes it as it reads."""
+    return isinstance(layer.config, dict) and layer.config.get("work") in ("layout",
+                                                                           "elementwise")
 
 
 def loop_fused(layer) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from memlint.frontends.keras import tensor_ops
 from memlint.frontends.keras.values import TensorOp
 from memlint.frontends.keras.names import to_snake_case
 from memlint.ir import LayerNode
@@ -110,6 +111,11 @@ def node(op: TensorOp, call: int, names: Callable, shape_of: Optional[Callable] 
     if out is None:
         return None
     kind, config = KINDS.get(op.type, ("", {}))
+    if not kind:  # no registry layer: what it computes, as a traced Lambda's (element-wise,
+        # or only moving elements: a transpose, a split)
+        work = tensor_ops.work_of(op.type, record.input_shapes if isinstance(
+            record.input_shapes, list) else [record.input_shapes], record.output_shape)
+        config = {**config, **({"work": work} if work else {})}
     ins = record.input_shapes
     if isinstance(ins, list) and len(ins) == 1:
         ins = ins[0]  # one operand: a layer's single input

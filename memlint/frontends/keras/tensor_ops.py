@@ -732,7 +732,8 @@ def is_elementwise(name: str) -> bool:
 _ROW_WISE = frozenset({"softmax", "log_softmax", "normalize", "sort", "argsort"})
 # moves or joins elements without computing: a loop fusion writes them as it reads
 _LAYOUT = frozenset({"concatenate", "get_item", "reshape", "expand_dims", "squeeze", "slice",
-                     "transpose", "flip", "roll", "broadcast_to", "tile", "repeat", "stack"})
+                     "transpose", "flip", "roll", "broadcast_to", "tile", "repeat", "stack",
+                     "split", "unstack"})
 
 
 def work_of(op_type: str, input_shapes=None, output_shape=None) -> Optional[str]:
