@@ -43,7 +43,8 @@ from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
                                        update_temporary_elements)
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
 from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _masks_gradient, _units, _writes_relu,
-                                       concatenated_in_product, loop_fused, resizes_by_products)
+                                       concatenated_in_product, elementwise_call, loop_fused,
+                                       resizes_by_products)
 from memlint.records import record
 
 
@@ -794,7 +795,7 @@ class Walk(XlaFusion):
                 t = _Tensor(buf, sources=sources, storage=merged,
                             materialized=not (self.profile.sign == "xla" and (
                                 layer.type in _FUSIBLE or _nearest_upsampling(layer)
-                                or (kind is not None and kind.is_elementwise(layer.config)))))
+                                or elementwise_call(layer, kind))))
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
             t.preactivation = output_label is not None
@@ -822,7 +823,7 @@ class Walk(XlaFusion):
 
         call = _Call(layer, ins, outputs, trains, needs_dx,
                      passthrough=view or layer.type in _PASSTHROUGH or bool(
-                         kind is not None and kind.is_elementwise(layer.config)
+                         elementwise_call(layer, kind)
                          and self.profile.inplace_elementwise))
         call.fused_normalization = bool(recomputed)
         self.keep_shared_zero(call, out_shape)
@@ -1102,7 +1103,7 @@ class Walk(XlaFusion):
         library call wrote (:meth:`library_output`)."""
         if not self.profile.inplace_elementwise or len(sizes) != 1 or sizes[0] is None:
             return None
-        elementwise = kind is not None and kind.is_elementwise(layer.config)
+        elementwise = elementwise_call(layer, kind)
         if not elementwise and not (self.profile.sign == "xla" and layer.type in _FUSIBLE):
             return None
         for i, t in enumerate(ins):
@@ -1156,7 +1157,7 @@ class Walk(XlaFusion):
         if family == "convolutional":  # cuDNN writes float32; its activation may narrow
             return 4, narrow if read_narrow and _writes_activation(layer) else 4
         if family in ("merging", "reshaping", "activations", "regularization",
-                      "normalization") or (kind is not None and kind.is_elementwise(layer.config)):
+                      "normalization") or elementwise_call(layer, kind):
             wide = (not ins or any(t.wide for t in ins)) and not read_narrow
             return (4, 4) if wide else (narrow, narrow)
         return 4, 4
@@ -2128,7 +2129,7 @@ class Walk(XlaFusion):
             return (layer.config or {}).get("data_format") != "channels_first" \
                 and isinstance(in_shape, tuple) and (
                     len(in_shape) == 3 or kind.class_name.endswith("Transpose"))
-        elementwise = kind.is_elementwise(layer.config) or layer.type in _FUSIBLE
+        elementwise = elementwise_call(layer, kind) or layer.type in _FUSIBLE
         return bool(elementwise and ins and all(t.channels_first_memory for t in ins))
 
     def read_by_fusion(self, grad: Buffer, call: "_Call", dy: Optional[Buffer]) -> None:

@@ -105,7 +105,7 @@ def _writes_relu(layer) -> bool:
 def _relu_layer(layer) -> bool:
     """A ReLU layer (``ReLU()``, ``Activation("relu")``): ``max(x, 0)`` as a call of its own."""
     kind = REGISTRY.get(layer.type)
-    return kind is not None and kind.is_elementwise(layer.config) and _writes_relu(layer)
+    return elementwise_call(layer, kind) and _writes_relu(layer)
 
 
 def _is_window_pooling(layer, kind) -> bool:
@@ -178,6 +178,12 @@ def concatenated_in_product(widths: list) -> bool:
     return bool(widths) and all(w and w % NESTED_CONCAT_COLUMNS == 0 for w in widths)
 
 
+def elementwise_call(layer, kind) -> bool:
+    """Whether the registry kind ``kind`` (None: no kind) makes ``layer``'s call
+    element-wise (a Lambda's from what its function computes)."""
+    return kind is not None and kind.is_elementwise(layer.config)
+
+
 def _moves_only(layer) -> bool:
     """A Lambda whose traced function, or an operation (``ops.transpose``) that only moves,
     joins or computes elements in place (a slice, a concatenation): like a concatenation,
@@ -190,7 +196,7 @@ def loop_fused(layer) -> bool:
     """Whether XLA computes a layer's work in an element-wise loop fusion: a normalisation,
     a sum or merge, or a layer kind that is element-wise."""
     kind = REGISTRY.get(layer.type)
-    return layer.type in _FUSIBLE or (kind is not None and kind.is_elementwise(layer.config))
+    return layer.type in _FUSIBLE or elementwise_call(layer, kind)
 
 
 def _units(layer) -> Optional[int]:
@@ -283,7 +289,7 @@ class XlaFusion:
             return False
         if layer.type.startswith("ConvLSTM") or layer.type == "RNN":
             return bool((layer.config or {}).get("return_sequences"))
-        passes = layer.type in _FUSIBLE or (kind is not None and kind.is_elementwise(layer.config))
+        passes = layer.type in _FUSIBLE or elementwise_call(layer, kind)
         return passes and len(ins) == 1 and ins[0].time_major
 
     def steps_beside_output(self, layer, ins: list, li: int, ci: int,
@@ -418,13 +424,13 @@ class XlaFusion:
             return True
         if not (self.profile.sign == "xla" and (
                 layer.type in _FUSIBLE or layer.type == "Concatenate" or _moves_only(layer)
-                or (kind is not None and kind.is_elementwise(layer.config)))):
+                or elementwise_call(layer, kind))):
             return False
         # a GEMM computes an element-wise operand as it reads (Triton's), never a
         # concatenation: one that joins its operand is written for it (H100 plans, train
         # and predict, of a Lambda concatenating features with their squares into a
         # Dense(32)); a product XLA reduces itself computes either
-        if not (kind is not None and kind.is_elementwise(layer.config)) and (
+        if not elementwise_call(layer, kind) and (
                 layer.type == "Concatenate" or _moves_only(layer)) and any(
                 self._gemm(reader) for reader in self.readers(key)):
             return False
@@ -491,7 +497,7 @@ class XlaFusion:
             return True
         kind = REGISTRY.get(reader.type)
         return not self.train and (reader.type in _FUSIBLE
-                                   or (kind is not None and kind.is_elementwise(reader.config)))
+                                   or elementwise_call(reader, kind))
 
     def activated_in_pooling(self, key) -> bool:
         """Whether, outside training, the function a convolution's result needs (one cuDNN
@@ -542,7 +548,7 @@ class XlaFusion:
                 continue
             if (reader.type in _FUSIBLE or reader.type == "Concatenate"
                     or reshapes and reader.type in _RESHAPES
-                    or (kind is not None and kind.is_elementwise(reader.config))) \
+                    or elementwise_call(reader, kind)) \
                     and self._read_through_elementwise((li, ci, 0), depth - 1, final,
                                                        reshapes):
                 continue
@@ -702,8 +708,8 @@ class XlaFusion:
         -> +9.6%: XLA keeps a one-byte mask for the LeakyReLU there, memlint its input).
         Only where the convolution trains (its backward runs)."""
         kind = REGISTRY.get(call.layer.type)
-        if not (self.profile.sign == "xla" and self.train and kind is not None and (
-                kind.is_elementwise(call.layer.config)
+        if not (self.profile.sign == "xla" and self.train and (
+                elementwise_call(call.layer, kind)
                 or call.layer.type == "BatchNormalization")):
             return None
         for _ in range(8):  # down a chain of such calls, each the only reader of the last
@@ -713,7 +719,7 @@ class XlaFusion:
             other = REGISTRY.get(producer.type)
             if other is None or not producer.input_shapes or not producer.output_shapes:
                 return None
-            if not (other.is_elementwise(producer.config)
+            if not (elementwise_call(producer, other)
                     or producer.type == "BatchNormalization"):
                 break
             keys = self.call_inputs(producer, 0)
@@ -892,9 +898,9 @@ class XlaFusion:
             return None
         after = self.readers(readers[0] + (0,))
         kinds = [(reader, REGISTRY.get(reader.type)) for reader in after]
-        if after and all(reader.type in _FUSIBLE or kind is not None and (
-                kind.is_elementwise(reader.config) or kind.family == "regularization")
-                for reader, kind in kinds):
+        if after and all(reader.type in _FUSIBLE or elementwise_call(reader, kind)
+                         or kind is not None and kind.family == "regularization"
+                         for reader, kind in kinds):
             return readers[0]
         return None
 
@@ -1180,7 +1186,7 @@ class XlaFusion:
             return True
         kind = REGISTRY.get(layer.type)
         if not (layer.type in _RESHAPES
-                or (kind is not None and kind.is_elementwise(layer.config))):
+                or elementwise_call(layer, kind)):
             return False
         inputs = self.call_inputs(layer, key[1])
         return len(inputs) == 1 and self._over_normalization(inputs[0], depth - 1)
@@ -1210,8 +1216,7 @@ class XlaFusion:
         autoencoder of Conv1D -> GroupNormalization -> GELU blocks: +39.5% -> +15.0% at
         batch 32, +17.0% -> -0.5% at batch 4); the float32 NCHW plans before Hopper keep
         it (the same model on the A100: +13.6% -> -6.4% with the rule there)."""
-        if self.profile.sign != "xla" or kind is None or not kind.is_elementwise(layer.config) \
-                or t.materialized:
+        if self.profile.sign != "xla" or not elementwise_call(layer, kind) or t.materialized:
             return False
         return t.producer == "BatchNormalization" or (
             t.producer == "GroupNormalization" and not self.nchw_update)
@@ -1274,8 +1279,7 @@ class XlaFusion:
         plan of Conv3D -> GroupNormalization -> ReLU -> Conv3D, the ReLU's masked gradient
         beside the second convolution's input gradient."""
         kind = REGISTRY.get(layer.type)
-        return self.profile.sign == "xla" and dy.library and kind is not None \
-            and kind.is_elementwise(layer.config)
+        return self.profile.sign == "xla" and dy.library and elementwise_call(layer, kind)
 
     def fused_select_and_scatter(self, call: "_Call") -> bool:
         """Under XLA a max pooling whose output gradient is a broadcast (a global average

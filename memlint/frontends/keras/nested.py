@@ -311,7 +311,6 @@ def sequential_input(model: SequentialModel, input_override: Optional[tuple]) ->
     return None, ""
 
 
-
 def shape_attribute(model, attr: str) -> Any:
     """``model.input_shape`` / ``model.output_shape`` of a functional model, or of a
     Sequential whose input shape is known (Keras 3 raises on one not built yet): batch-first

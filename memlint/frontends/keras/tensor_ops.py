@@ -11,6 +11,7 @@ shapes for several outputs, or raises ``LayerError`` where Keras refuses the inp
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Optional
 
@@ -742,20 +743,25 @@ def work_of(op_type: str, input_shapes=None, output_shape=None) -> Optional[str]
     place), "layout" (elements moved or joined, nothing computed; a reduction over axes of
     size 1 too, given its shapes) or None (anything else: a reduction, a product, a
     row-wise normalisation)."""
-    stems = {stem for stem, rule in OPERATIONS.values()
-             if "".join(part.capitalize() for part in stem.split("_")) == op_type}
+    stems, rules = _recorded_as(op_type)
     if stems & _LAYOUT:
         return "layout"
-    if stems and all(rule is _reduce for stem, rule in OPERATIONS.values() if stem in stems) \
+    if rules and rules <= {_reduce} \
             and isinstance(input_shapes, list) and len(input_shapes) == 1 \
             and isinstance(input_shapes[0], tuple) and isinstance(output_shape, tuple) \
             and [d for d in input_shapes[0] if d != 1] == [d for d in output_shape if d != 1]:
         return "layout"
-    if stems and not stems & _ROW_WISE and all(
-            rule in (_same, _binary, _where) for stem, rule in OPERATIONS.values()
-            if stem in stems):
+    if rules and not stems & _ROW_WISE and rules <= {_same, _binary, _where}:
         return "elementwise"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _recorded_as(op_type: str) -> tuple:
+    """(the operation stems recorded as ``op_type``, the shape rules they have)."""
+    stems = frozenset(stem for stem, rule in OPERATIONS.values()
+                      if "".join(part.capitalize() for part in stem.split("_")) == op_type)
+    return stems, frozenset(rule for stem, rule in OPERATIONS.values() if stem in stems)
 
 
 def operation_shape(name: str, args: list, kwargs: dict) -> tuple:
