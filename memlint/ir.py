@@ -200,6 +200,9 @@ class TrainingSetup:
     data_shapes: Optional[list] = None
     data_names: Optional[list] = None  # dict keys of the data, matched to input names
     data_source: str = ""
+    # False where the training call is given arrays and no targets (fit(x) of a model whose
+    # loss is its own add_loss): the step gets none; None where not known
+    targets_given: Optional[bool] = None
     host_data: list = field(default_factory=list)  # list[HostData]: data held in host memory
     # distribution over several GPUs: the strategy (None: one device), how many replicas
     # share the batch (None: as many as there are GPUs, a number the code does not state),

@@ -3450,3 +3450,17 @@ def test_a_transposed_convolution_over_an_unwritten_relu_copies_its_input_late(
                  profile=XLA,
                  compute_capability=capability)
     assert -0.01 <= (b.peak - plan) / plan <= upper
+
+
+def test_a_model_fitted_on_inputs_alone_gets_no_targets():
+    # Keras 2's MLP VAE: its loss is its own add_loss, compile() names none and fit() gets
+    # x_train alone: the step holds no targets (the output's size was counted as one)
+    source = (HEAD + "import numpy as np\nx_train = np.zeros((60000, 784))\n"
+              "inp = keras.Input((784,))\nh = L.Dense(512, activation='relu')(inp)\n"
+              "model = keras.Model(inp, L.Dense(784, activation='sigmoid')(h))\n"
+              "model.compile(optimizer='adam')\n")
+    for fit, targets in (("model.fit(x_train, batch_size=128)\n", 0),
+                         ("model.fit(x_train, x_train, batch_size=128)\n", 128 * 784 * 4)):
+        result = analyze_source(source + fit, "m.py")
+        graph = result.models[0].for_memory()
+        assert parts(estimate(graph, profile=XLA)).get("targets", 0) == targets

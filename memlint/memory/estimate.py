@@ -115,7 +115,7 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
         "data": "the model inputs at the batch size (in the variables' dtype)",
         "targets": "the targets at the batch size, shaped like the model outputs (class "
                    "ids for a sparse categorical cross-entropy; none for an output "
-                   "compile() gives no loss)",
+                   "compile() gives no loss, nor where fit() is given no targets)",
         "predictions": "the predict step's results, in buffers of their own from the "
                        "step's start (XLA's output buffers)",
         "grad": "gradients of activations alive at that moment",

@@ -514,11 +514,12 @@ class Walk(XlaFusion):
         sparse categorical cross-entropy, one per position of the output without its class
         axis (int32 under XLA, whose JAX backend keeps no 64-bit integers; int64 elsewhere,
         as NumPy and torch make them): a language model's targets over a 20,000-word
-        vocabulary are 80 ids a sequence, not 1.6 M floats."""
+        vocabulary are 80 ids a sequence, not 1.6 M floats.  None at all where the training
+        call is given no targets (``setup.targets_given``: an add_loss model's fit(x))."""
         out = []
         for index, (name, ci, k, size, shape) in enumerate(outputs):
             loss = self.output_loss(name, ci, k, index)
-            if loss == "":
+            if loss == "" or self.setup.targets_given is False:
                 size = (0, 0)
             elif loss == "sparse_categorical_crossentropy" and isinstance(shape, tuple) \
                     and len(shape) >= 2:

@@ -99,6 +99,10 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
         return
     target = args[1] if len(args) > 1 else kwargs.get("y")
     arrays = [leaf for leaf in flatten_structure(data) if isinstance(leaf, Array)]
+    if method in ("fit", "train_on_batch") and arrays \
+            and len(arrays) == len(flatten_structure(data)):
+        # arrays and no targets (an add_loss model: fit(x_train)): Keras feeds none
+        setup.targets_given = target is not None
     if arrays and len(arrays) == len(flatten_structure(data)):
         shapes = input_shapes([Array(tuple(a.shape[1:]), a.dtype) for a in arrays
                                if a.shape])
