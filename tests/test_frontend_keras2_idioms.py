@@ -247,3 +247,14 @@ def test_model_and_layer_shape_attributes():
                              (None, 144), (None, 3), (None, 2), (None, 6, 6, 4),
                              (None, 8, 8, 3))
     assert is_unknown(got["open_"])
+
+
+def test_python_2_and_3_compatibility_spellings_of_the_builtins():
+    # Keras 2's examples import range from six.moves (addition_rnn.py): the loop that adds
+    # the recurrent layers ran over an unknown range, and the model lost them
+    got = names("from six.moves import range, zip\nfrom past.builtins import xrange\n"
+                "import six\nfrom builtins import map\n"
+                "a = list(range(3))\nb = list(six.moves.range(2))\nc = list(zip([1], [2]))\n"
+                "d = list(xrange(2))\ne = list(map(abs, [-1]))\n")
+    assert (got["a"], got["b"], got["c"], got["d"], got["e"]) == \
+        ([0, 1, 2], [0, 1], [(1, 2)], [0, 1], [1])

@@ -52,6 +52,12 @@ _EXACT = {
     "keras.config.image_data_format": "keras.backend.image_data_format",
     "keras.utils.set_random_seed": "keras.utils.set_random_seed",
     "numpy": "numpy",
+    # Python 2/3 compatibility spellings of the builtins (six, future, past)
+    **{f"{module}.{name}": f"builtins.{name}" for module in ("six.moves", "future.builtins",
+                                                            "builtins")
+       for name in ("range", "zip", "map", "filter", "input")},
+    "six.moves.xrange": "builtins.range",
+    "past.builtins.xrange": "builtins.range",
 }
 
 # modules of keras.backend whose functions the package itself exports
