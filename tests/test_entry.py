@@ -209,3 +209,28 @@ def test_cli_entry(capsys):
     out = capsys.readouterr().out
     assert "no Keras model built at module level" in out
     assert "--entry build_resnet" in out
+
+
+def test_an_input_sized_by_a_name_not_known_asks_for_that_name():
+    # Keras 2's bAbI memory network: Input((story_maxlen,)) with the length read from the
+    # stories; its encoders, Sequentials with no input shape of their own, are sized by
+    # the call on that Input (no note of theirs)
+    source = textwrap.dedent("""
+        import keras
+        from keras import layers
+        stories = load("babi.txt")
+        story_maxlen = max(map(len, stories))
+        story = keras.Input((story_maxlen,))
+        encoder = keras.Sequential()
+        encoder.add(layers.Embedding(40, 64))
+        model = keras.Model(story, layers.Dense(2)(layers.Flatten()(encoder(story))))
+        model.compile("rmsprop", "mse")
+        """)
+    notes = [d.message for d in analyze_text(source, "b.py", Settings()).diagnostics
+             if d.code == "MEM900"]
+    assert "Input 'input_layer': its shape (?) is not known statically (max() of a value " \
+           "not known statically); --dim story_maxlen=SIZE gives it" in notes, notes
+    assert not [n for n in notes if n.startswith("Sequential")], notes
+    given = analyze_text(source, "b.py", Settings(dims={"story_maxlen": 68}))
+    model = next(m for m in given.models if m.variable == "model")
+    assert model.layers[-1].params == 68 * 64 * 2 + 2

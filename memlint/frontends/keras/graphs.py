@@ -34,10 +34,12 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
     shape, source = sequential_input(model, input_override)
     graph = ModelGraph(name=model.name, location=model.location, kind="Sequential",
                        variable=model.variable)
-    if shape is None and not only_mapped(model) and not (model.has_input_layer
-                                                         and model.input_source):
+    if shape is None and not only_mapped(model) and not (
+            model.has_input_layer and model.input_source) and not (
+            model.as_layer is not None and not model.usage):
         # (one only a tf.data map() runs has no GPU step to size: held.mark_parts; an
-        # Input of a shape not known has a note of its own)
+        # Input of a shape not known has a note of its own; one only another model runs,
+        # as a layer, is sized by that call: its part there)
         state.note_unresolved(model.location, f"Sequential '{model.name}' input shape",
                               "no input_shape, Input or build() found; pass --input-shape")
     if shape is None:

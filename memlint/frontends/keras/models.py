@@ -303,7 +303,7 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
 def _open_shape_note(shape: Any, node) -> str:
     """Why an Input's shape is not known, and the ``--input-shape`` that gives it: the
     sizes the code states, SIZE for the others (``Input((40, len(chars)))``), or the
-    ``--dim`` that gives a size written ``len(NAME)``."""
+    ``--dim`` that gives each size written ``NAME`` or ``len(NAME)``."""
     if not isinstance(shape, (tuple, list)) or not shape or not any(
             is_unknown(d) for d in shape) or not all(
             is_unknown(d) or d is None or isinstance(d, int) for d in shape):
@@ -311,15 +311,22 @@ def _open_shape_note(shape: Any, node) -> str:
     sizes = ["?" if is_unknown(d) else str(d) for d in shape]
     reason = next(d.reason for d in shape if is_unknown(d))
     given = ",".join("SIZE" if d is None or is_unknown(d) else str(d) for d in shape)
-    lengths = [_length_of_a_name(element.value) for element in _shape_elements(node)]
-    if len(lengths) == len(shape) and all(
-            length is not None for d, length in zip(shape, lengths) if is_unknown(d)):
-        named = " and ".join(f"--dim '{length}=SIZE'"
-                             for d, length in zip(shape, lengths) if is_unknown(d))
+    given_by = [_dim_option(element.value) for element in _shape_elements(node)]
+    if len(given_by) == len(shape) and all(
+            option is not None for d, option in zip(shape, given_by) if is_unknown(d)):
+        named = " and ".join(option for d, option in zip(shape, given_by) if is_unknown(d))
         return (f"its shape ({', '.join(sizes)}) is not known statically ({reason}); "
                 f"{named} gives it")
     return (f"its shape ({', '.join(sizes)}) is not known statically ({reason}); "
             f"pass --input-shape {given}")
+
+
+def _dim_option(node) -> Optional[str]:
+    """The ``--dim`` that gives a size written as ``NAME`` or ``len(NAME)``, or None."""
+    if isinstance(node, cst.Name):
+        return f"--dim {node.value}=SIZE"
+    length = _length_of_a_name(node)
+    return f"--dim '{length}=SIZE'" if length is not None else None
 
 
 def _shape_elements(node) -> list:
