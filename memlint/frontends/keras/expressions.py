@@ -437,6 +437,14 @@ class ExpressionEvaluator:
 
     def eval_Call(self, node):
         func = self.eval(node.func)
+        found = self.call_arguments(node)
+        if isinstance(found, Unknown):
+            return found
+        return calls.call(self, func, *found, node)
+
+    def call_arguments(self, node: cst.Call):
+        """``(args, kwargs)`` of a call, spreads expanded; Unknown where a spread is not a
+        list or dict known statically."""
         args, kwargs = [], {}
         for arg in node.args:
             value = self.eval(arg.value)
@@ -454,7 +462,7 @@ class ExpressionEvaluator:
                     return Unknown("call with **kwargs not known statically")
             else:
                 args.append(value)
-        return calls.call(self, func, args, kwargs, node)
+        return args, kwargs
 
     def eval_Lambda(self, node):
         return self.make_lambda(node)

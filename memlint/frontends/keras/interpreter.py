@@ -693,17 +693,10 @@ class Interpreter(ExpressionEvaluator):
         """The arguments of a call in a loop memlint skipped, evaluated after it (what the
         loop changes is unknown then: ``batch_size=64`` is kept, the loop's batch is not);
         nothing evaluating them notes is reported."""
-        args, kwargs = [], {}
+        if any(arg.star for arg in node.args):
+            return [], {}
         with self.state.unreported():
-            for arg in node.args:
-                if arg.star:
-                    return [], {}
-                value = self.eval(arg.value)
-                if arg.keyword is not None:
-                    kwargs[arg.keyword.value] = value
-                else:
-                    args.append(value)
-        return args, kwargs
+            return self.call_arguments(node)
 
     def _forget_changed(self, summary, reason: str, layers: str, stmt) -> list:
         """What ``summary``'s code may change becomes ``Unknown(reason)``, and a Sequential

@@ -4,8 +4,9 @@ propagation through the layer registry), operators on tensors, and model methods
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import field, replace
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import libcst as cst
 
@@ -192,16 +193,25 @@ def _quiet_trace(interp, function, inputs: Any, node) -> Any:
     from the callable ``output_shape`` and never traces it, so nothing the trace notes is
     reported."""
     state = interp.state
-    collectors = (getattr(state, "trace_collector", None),
-                  getattr(state, "call_collector", None))
-    state.trace_collector = state.call_collector = None  # nothing of it is the model's
     interp.tracing = getattr(interp, "tracing", 0) + 1
     try:
-        with state.unreported():
+        with _collecting_nothing(state), state.unreported():
             return calls_module().call(interp, function, [inputs], {}, node)
     finally:
-        state.trace_collector, state.call_collector = collectors
         interp.tracing -= 1
+
+
+@contextmanager
+def _collecting_nothing(state) -> Iterator[None]:
+    """No tensor made inside is the model's: an enclosing trace's collectors are set
+    aside (a stand-in trace, a Lambda's function traced for its work)."""
+    collectors = (getattr(state, "trace_collector", None),
+                  getattr(state, "call_collector", None))
+    state.trace_collector = state.call_collector = None
+    try:
+        yield
+    finally:
+        state.trace_collector, state.call_collector = collectors
 
 
 def _lambda_work(result: Any, inputs: list) -> Optional[str]:
@@ -711,10 +721,7 @@ def _stand_in_output(state, layer, shapes: Any, parents: list) -> Any:
         return tuple(size if d is None else d for d in shape) if isinstance(shape, tuple) \
             else shape
     outs = []
-    collectors = (getattr(state, "trace_collector", None),
-                  getattr(state, "call_collector", None))
-    state.trace_collector = state.call_collector = None  # nothing of it is the model's
-    try:
+    with _collecting_nothing(state):  # nothing of it is the model's
         for size in _STAND_INS:
             given = [filled(s, size) for s in shapes] if isinstance(shapes, list) \
                 else filled(shapes, size)
@@ -728,8 +735,6 @@ def _stand_in_output(state, layer, shapes: Any, parents: list) -> Any:
                 return None
             outs.append(layer.calls[index].output_shape)
             del layer.calls[made:]  # the stand-in's call is no call of the model's
-    finally:
-        state.trace_collector, state.call_collector = collectors
     first, second = (as_shape_list(o) for o in outs)
     if len(first) != len(second) or any(len(a) != len(b) for a, b in zip(first, second)):
         return None

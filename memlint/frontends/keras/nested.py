@@ -315,19 +315,20 @@ def shape_attribute(model, attr: str) -> Any:
     """``model.input_shape`` / ``model.output_shape`` of a functional model, or of a
     Sequential whose input shape is known (Keras 3 raises on one not built yet): batch-first
     tuples, a list where the model has several."""
+    given = model_input_shapes(model)
+    if given is None:
+        return Unknown(f"Sequential model '{model.name}' has no input shape yet"
+                       if isinstance(model, SequentialModel)
+                       else f"the {attr} of model '{model.name}' is not known statically")
+    if attr == "input_shape":
+        return [tuple(s) for s in given] if isinstance(given, list) else tuple(given)
     if isinstance(model, SequentialModel):
-        shape, _ = sequential_input(model, None)
-        if shape is None:
-            return Unknown(f"Sequential model '{model.name}' has no input shape yet")
-        if attr == "input_shape":
-            return tuple(shape)
         try:
-            return nested_output(model, tuple(shape))
+            return nested_output(model, tuple(given))
         except (LayerError, UnresolvedArgument) as exc:
             return Unknown(f"the output shape of '{model.name}' is not known statically "
                            f"({exc})")
-    tensors = model.inputs if attr == "input_shape" else model.outputs
-    if any(t.shape is None for t in tensors):
+    if any(t.shape is None for t in model.outputs):
         return Unknown(f"the {attr} of model '{model.name}' is not known statically")
-    shapes = [tuple(t.shape) for t in tensors]
+    shapes = [tuple(t.shape) for t in model.outputs]
     return shapes if len(shapes) != 1 else shapes[0]
