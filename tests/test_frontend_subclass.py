@@ -1082,19 +1082,55 @@ def test_copies_of_the_network_the_step_never_runs_match_keras(tmp_path):
     model_matches_keras(tmp_path, HEADER + IDLE_COPIES)
 
 
-def test_clone_model_of_a_sequential_or_with_a_clone_function_is_noted_not_cloned():
+def test_clone_model_with_a_clone_function_or_of_an_unknown_model_is_noted_not_cloned():
     from memlint.analysis import analyze_text
     from memlint.config import Settings
-    for made, why in (("keras.models.clone_model(seq)", "only a functional model's clone"),
+    for made, why in (("keras.models.clone_model(load())", "its model is not a Keras model"),
                       ("keras.models.clone_model(net, clone_function=lambda l: l)",
                        "its clone_function may change the layers")):
-        source = (HEADER + "seq = keras.Sequential([keras.Input((4,)), layers.Dense(2)])\n"
+        source = (HEADER + "from somewhere import load\n"
                   "inputs = keras.Input((4,))\n"
                   "net = keras.Model(inputs, layers.Dense(2)(inputs))\n"
                   f"copy = {made}\n")
         notes = [d.message for d in analyze_text(source, "f.py", Settings()).diagnostics
                  if d.code == "MEM900"]
         assert any(n.startswith("clone_model(): " + why) for n in notes), notes
+
+
+# keras.io's knowledge distillation: a student trained from scratch is a clone of the
+# student (a Sequential); Keras builds the clone again, which names one functional model
+SEQUENTIAL_CLONE = (
+    "student = keras.Sequential([keras.Input((28, 28, 1)), layers.Conv2D(16, 3, strides=2),\n"
+    "                            layers.Flatten(), layers.Dense(10)], name='student')\n"
+    "scratch = keras.models.clone_model(student)\n"
+    "unbuilt = keras.models.clone_model(keras.Sequential([layers.Dense(4)]))\n"
+    "inputs = keras.Input((3,))\n"
+    "model = keras.Model(inputs, layers.Dense(2)(inputs))\n"
+    "scratch.compile('adam', 'sparse_categorical_crossentropy')\n"
+    "scratch.fit(np.zeros((64, 28, 28, 1)), np.zeros((64,)), batch_size=16)\n"
+)
+
+
+def test_clone_model_of_a_sequential_is_a_model_of_its_own():
+    report = _report(SEQUENTIAL_CLONE)
+    graphs = {(g.name, g.location.line): g for g in report.models}
+    clone = graphs[("student", 6)]
+    assert [(n.name, n.output_shape, n.params) for n in clone.layers] == [
+        ("conv2d", (None, 13, 13, 16), 160), ("flatten", (None, 2704), 0),
+        ("dense", (None, 10), 27050)]
+    # the clone's build named 'functional_1' (the original's 'functional'), so the model
+    # made after it is 'functional_2'
+    assert ("functional_2", 9) in graphs
+    memory = report.breakdowns[report.models.index(clone)]
+    assert memory.complete and memory.batch_size == 16
+    assert memory.category("weights") == 27210 * 4
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("variable", ["scratch", "model"])
+def test_clone_model_of_a_sequential_matches_keras(tmp_path, variable):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + SEQUENTIAL_CLONE, variable)
 
 
 def test_an_optimizer_set_on_the_model_in_its_own_compile_is_the_one_applied():

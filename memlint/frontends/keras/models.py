@@ -413,20 +413,28 @@ def create_functional(interp, args: list, kwargs: dict, node) -> Any:
 
 
 def clone_model(interp, args: list, kwargs: dict, node) -> Any:
-    """``keras.models.clone_model(model)`` of a functional model: a model of the same
-    layers with weights of its own (an EMA copy, a target network), under the same name as
-    Keras gives it.  It shares the original's graph here: its layers' shapes and weights are
-    the original's, and it is a model of its own wherever it is held or called.  A
-    Sequential, or a ``clone_function`` that may change the layers, is not cloned."""
+    """``keras.models.clone_model(model)``: a model of the same layers with weights of its
+    own (an EMA copy, a target network, a student trained from scratch), under the same
+    name as Keras gives it.  A functional clone shares the original's graph here; a
+    Sequential's clone holds the same layer list (Keras makes each layer again from its
+    config, name included) and is built again as Keras builds it.  A ``clone_function``
+    that may change the layers is not cloned."""
     model = args[0] if args else kwargs.get("model")
     changes = [k for k in ("input_tensors", "clone_function", "call_function")
                if kwargs.get(k) is not None] + (["input_tensors"] if len(args) > 1 else [])
-    if not isinstance(model, FunctionalModel) or changes:
+    if not isinstance(model, (FunctionalModel, SequentialModel)) or changes:
         why = (f"its {changes[0]} may change the layers" if changes else
-               "only a functional model's clone is modelled")
+               "its model is not a Keras model known statically")
         interp.state.note_unresolved(interp.location(node), "clone_model()", why)
         return Unknown(f"clone_model(): {why}")
-    clone = FunctionalModel(model.name, interp.location(node), model.inputs, model.outputs)
+    if isinstance(model, SequentialModel):
+        clone = SequentialModel(model.name, interp.location(node), list(model.layers),
+                                model.input_shape, model.input_source,
+                                has_input_layer=model.has_input_layer)
+        _sequential_rebuild(interp.state, clone)
+    else:
+        clone = FunctionalModel(model.name, interp.location(node), model.inputs,
+                                model.outputs)
     clone.dtype_policy, clone.trainable = model.dtype_policy, model.trainable
     interp.state.models.append(clone)
     return clone
