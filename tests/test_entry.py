@@ -159,6 +159,32 @@ def test_an_input_of_sizes_read_from_data_says_which_and_is_noted_once():
     assert model.setup.given_values == ["len(chars) = 57 (--dim, first used at line 6)"]
 
 
+def test_a_layer_sized_by_an_unknown_input_asks_for_the_input_shape():
+    # keras.io's timeseries transformer: Conv1D(filters=inputs.shape[-1]) in each block of
+    # a model whose Input shape is read from downloaded data; each note named the input's
+    # shape as a value to name and pass with --dim, and from the second block on said only
+    # "subscript of a value not known statically"
+    source = textwrap.dedent("""
+        import keras
+        from keras import layers
+        from somewhere import load
+        x_train = load()
+        def block(inputs):
+            x = layers.Conv1D(4, 1, activation="relu")(inputs)
+            return layers.Conv1D(filters=inputs.shape[-1], kernel_size=1)(x) + inputs
+        inputs = keras.Input(shape=x_train.shape[1:])
+        x = block(block(inputs))
+        model = keras.Model(inputs, layers.Dense(2)(layers.GlobalAveragePooling1D()(x)))
+        """)
+    result = analyze_text(source, "ts.py", Settings())
+    notes = [d.message for d in result.diagnostics if d.code == "MEM900"]
+    assert [n for n in notes if "filters" in n] == [
+        f"Conv1D 'conv1d_{i}': argument 'filters': model input shape unknown "
+        "(--input-shape gives it)" for i in (1, 3)], notes
+    (model,) = analyze_text(source, "ts.py", Settings(input_shape=(500, 1))).models
+    assert model.layers[-1].output_shape == (None, 2) and model.params == 2 * (8 + 5) + 4
+
+
 def test_no_note_when_a_model_is_built_or_nothing_is_a_factory():
     built = SOURCE + "\nmodel = build_mlp()\n"
     assert not [d for d in analyze_source(built, "f.py").diagnostics if "factor" in d.message]

@@ -20,11 +20,11 @@ from memlint.frontends.keras import application_preprocessing, applications, arr
 from memlint.frontends.keras import frames, transformers
 from memlint.frontends.keras.names import canonical, layer_class
 from memlint.frontends.keras.layer_isinstance import layer_isinstance
-from memlint.frontends.keras.values import (Array, Batches, BoundMethod, FunctionalModel,
-                                            LayerRef, ModelLayer, ModuleValue, OpaqueLayer,
-                                            Optimizer, Partial, Policy, Ref, Rows, SequentialModel,
-                                            Tensor, Unknown, UserFunction, flatten_structure,
-                                            is_hashable, is_unknown)
+from memlint.frontends.keras.values import (INPUT_SHAPE_UNKNOWN, Array, Batches, BoundMethod,
+                                            FunctionalModel, LayerRef, ModelLayer, ModuleValue,
+                                            OpaqueLayer, Optimizer, Partial, Policy, Ref, Rows,
+                                            SequentialModel, Tensor, Unknown, UserFunction,
+                                            flatten_structure, is_hashable, is_unknown)
 from memlint.frontends.keras.state import MAX_SEQUENCE
 from memlint.ir import OptimizerSpec
 
@@ -166,6 +166,8 @@ def subscript(base: Any, key: Any, failed=None) -> Any:
     when Python would raise (it may raise into the analysed code's own ``try``)."""
     if is_unknown(key):
         return Unknown("index not known statically")
+    if is_unknown(base) and base.reason == INPUT_SHAPE_UNKNOWN:
+        return base  # inputs.shape[-1] of an Input whose shape is not known: say so
     if isinstance(base, (list, tuple, str, dict)):
         try:
             return base[key]

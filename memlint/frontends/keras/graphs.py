@@ -15,8 +15,8 @@ from memlint.frontends.keras.nested import (inbound_shapes, layer_weights, model
                                             nested_activation_shapes, rerun_functional,
                                             sequential_input, sequential_step)
 from memlint.frontends.keras.order import functional_order
-from memlint.frontends.keras.values import (FunctionalModel, ModelLayer, OpaqueLayer,
-                                            SequentialModel, Tensor, TensorOp)
+from memlint.frontends.keras.values import (INPUT_SHAPE_UNKNOWN, FunctionalModel, ModelLayer,
+                                            OpaqueLayer, SequentialModel, Tensor, TensorOp)
 from memlint.ir import LayerNode, ModelGraph, ModelNode
 from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
@@ -43,7 +43,7 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
         state.note_unresolved(model.location, f"Sequential '{model.name}' input shape",
                               "no input_shape, Input or build() found; pass --input-shape")
     if shape is None:
-        tensor: Any = Tensor(None, reason="model input shape unknown")
+        tensor: Any = Tensor(None, reason=INPUT_SHAPE_UNKNOWN)
     else:
         graph.input_shapes = [tuple(shape)]
         tensor = Tensor(tuple(shape), None)

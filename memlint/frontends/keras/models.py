@@ -14,7 +14,8 @@ import memlint.layers as registry
 from memlint.frontends.keras import batches, classes, compiled, data, operations, tensor_ops
 from memlint.frontends.keras.loop_progress import value_of
 from memlint.frontends.keras.names import to_snake_case
-from memlint.frontends.keras.values import (Array, Batches, FunctionalModel, LayerRef,
+from memlint.frontends.keras.values import (INPUT_SHAPE_UNKNOWN, Array, Batches,
+                                            FunctionalModel, LayerRef,
                                             ModelLayer, OpaqueLayer, Partial, SequentialModel,
                                             Tensor, TensorOp, Unknown, UserFunction,
                                             flatten_structure, is_unknown)
@@ -121,6 +122,8 @@ def _dim_hint(interp, node, args: list = (), kwargs: Optional[dict] = None) -> s
             position += 1
         else:
             value = (kwargs or {}).get(arg.keyword.value)
+        if isinstance(value, Unknown) and value.reason == INPUT_SHAPE_UNKNOWN:
+            return " (--input-shape gives it)"
         if isinstance(value, Unknown) and not isinstance(arg.value, cst.Name):
             code = cst.Module([]).code_for_node(arg.value)
             length = _length_of_a_name(arg.value)
@@ -305,7 +308,7 @@ def create_input(interp, args: list, kwargs: dict, node) -> Any:
     if full is None:
         state.note_unresolved(loc, f"Input '{name}'", _open_shape_note(shape, node))
         ref.calls.append(CallRecord([], None))
-        return Tensor(None, (ref, 0, 0), reason="model input shape unknown")
+        return Tensor(None, (ref, 0, 0), reason=INPUT_SHAPE_UNKNOWN)
     ref.calls.append(CallRecord([], full))
     return Tensor(full, (ref, 0, 0))
 
@@ -1002,6 +1005,11 @@ def broadcast_shapes(first: tuple, second: tuple) -> tuple:
 
 
 def _unknown_reason(layer, tensor) -> str:
+    """Why a call's output is not known: its model's input shape where that is not known
+    (giving it may settle the layer's own arguments too: ``Conv1D(inputs.shape[-1])``),
+    else the layer's own reason, else its input's."""
+    if isinstance(tensor, Tensor) and tensor.reason == INPUT_SHAPE_UNKNOWN:
+        return INPUT_SHAPE_UNKNOWN
     if isinstance(layer, OpaqueLayer):
         return f"output of {layer.type} '{layer.name}' ({layer.reason})"
     if isinstance(tensor, Tensor):

@@ -61,6 +61,10 @@ class Ref:
         return Ref(f"{self.name}.{attribute}")
 
 
+# why a tensor's shape is not known where its model's Input has no shape known
+INPUT_SHAPE_UNKNOWN = "model input shape unknown"
+
+
 @record
 class Tensor:
     """A symbolic tensor of the functional API: its shape and the layer call that produced it."""
