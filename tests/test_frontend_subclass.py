@@ -1179,7 +1179,7 @@ def test_layers_of_a_model_whose_step_was_never_traced_are_not_idle():
               "model.fit(x, np.zeros((100, 4096)), batch_size=64)\n")
     report = analyze_text(source, "f.py", Settings())
     assert [(n.unresolved, n.idle) for n in report.models[0].layers] == [
-        ("never called in call()", False)]
+        ("call() not traced: the model is never called on an input of a known shape", False)]
     assert not report.breakdowns[0].complete
 
 
@@ -1415,3 +1415,29 @@ def test_a_layer_class_call_records_its_inputs_shapes_not_its_outputs():
         "model = keras.Model(inputs, Widen()(inputs))\n"), "f.py").models
     widen = graph.layers[1]
     assert (widen.input_shapes, widen.output_shapes) == ([(None, 4)], [(None, 8)])
+
+
+def test_a_gram_matrix_by_tf_linalg_einsum_is_sized():
+    # TensorFlow's style transfer: tf.linalg.einsum('bijc,bijd->bcd', x, x) over a
+    # convolution's output, divided by the positions counted from tf.shape (the call's
+    # result was "arithmetic of an array with a value not known statically")
+    source = ("import tensorflow as tf\n"
+              "def gram_matrix(x):\n"
+              "    result = tf.linalg.einsum('bijc,bijd->bcd', x, x)\n"
+              "    shape = tf.shape(x)\n"
+              "    return result / tf.cast(shape[1] * shape[2], tf.float32)\n"
+              "class Styled(keras.Model):\n"
+              "    def __init__(self):\n"
+              "        super().__init__()\n"
+              "        self.conv = layers.Conv2D(8, 3)\n"
+              "        self.head = layers.Dense(2)\n"
+              "    def call(self, x):\n"
+              "        return self.head(gram_matrix(self.conv(x)))\n"
+              "model = Styled()\n"
+              "model.compile('adam', 'mse')\n"
+              "model.fit(np.zeros((16, 32, 32, 3)), np.zeros((16, 8, 2)), batch_size=4)\n")
+    report = _report(source)
+    (graph,), (memory,) = report.models, report.breakdowns
+    assert [(n.name, n.output_shape) for n in graph.layers] == [
+        ("conv2d", (None, 30, 30, 8)), ("dense", (None, 8, 2))]
+    assert memory.complete, [d.message for d in report.diagnostics]

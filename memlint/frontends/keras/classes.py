@@ -631,8 +631,11 @@ def _idle_node(obj: ClassObject, layer) -> "LayerNode":
         return LayerNode(name=layer.name, type=layer.type, location=layer.location,
                          config=dict(layer.instance.config), weights=layer_weights(layer),
                          idle=True)
+    traced = obj.as_layer is not None and bool(obj.as_layer.calls)
     return LayerNode(name=layer.name, type=layer.type, location=layer.location,
-                     unresolved="never called in call()")
+                     unresolved="never called in call()" if traced else
+                     "call() not traced: the model is never called on an input of a known "
+                     "shape")
 
 
 # ---------------------------------------------------------------------- as a layer
