@@ -203,6 +203,11 @@ class TrainingSetup:
     # False where the training call is given arrays and no targets (fit(x) of a model whose
     # loss is its own add_loss): the step gets none; None where not known
     targets_given: Optional[bool] = None
+    # where the step also differentiates the model's input (a style transfer's image, an
+    # adversarial example's input): every layer between it and the loss runs its backward,
+    # frozen or not; and whether an optimizer updates that input (its slots)
+    input_gradient: str = ""
+    input_optimised: bool = False
     host_data: list = field(default_factory=list)  # list[HostData]: data held in host memory
     # distribution over several GPUs: the strategy (None: one device), how many replicas
     # share the batch (None: as many as there are GPUs, a number the code does not state),

@@ -445,3 +445,71 @@ def test_a_torch_loop_trains_the_model_it_calls_before_backward():
     assert _setup(evaluated)[0].mode_source.startswith("assumed")
     no_backward = TORCH_LOOP.replace("loss.backward()", "loss.item()")
     assert _setup(no_backward)[0].mode_source.startswith("assumed")
+
+
+# TensorFlow's neural style transfer: a frozen VGG run on an image that an optimizer updates
+# through the gradient the tape takes of it
+STYLE = '''
+import tensorflow as tf
+
+vgg = tf.keras.Sequential([tf.keras.Input((64, 64, 3)),
+                           tf.keras.layers.Conv2D(32, 3, activation="relu"),
+                           tf.keras.layers.Conv2D(32, 3, activation="relu"),
+                           tf.keras.layers.GlobalAveragePooling2D()])
+vgg.trainable = False
+image = tf.Variable(tf.zeros((1, 64, 64, 3)))
+opt = tf.keras.optimizers.Adam(learning_rate=0.02)
+
+@tf.function()
+def train_step(image):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(vgg(image))
+    grad = tape.gradient(loss, image)
+    opt.apply_gradients([(grad, image)])
+
+for n in range(100):
+    train_step(image)
+'''
+
+
+def _memory(source: str):
+    report = _report(source)
+    (graph,), (memory,) = report.models, report.breakdowns
+    return graph.setup, memory
+
+
+def test_a_step_that_differentiates_the_model_input_runs_the_backward_of_frozen_layers():
+    setup, memory = _memory(STYLE)
+    assert (setup.mode, setup.batch_size) == ("train", 1)
+    assert setup.input_gradient == "GradientTape.gradient() at line 15" and \
+        setup.input_optimised
+    assert "the gradient of its input is taken" in setup.mode_source
+    image = 64 * 64 * 3 * 4
+    # the optimizer's two Adam slots are the image's; the ReLUs keep their outputs for the
+    # input gradient (the frozen convolutions need only their kernels); the image's own
+    # gradient waits for the update
+    assert memory.category("optimizer") == 2 * image
+    kept = [t for t in memory.peak_at["tensors"] if t["kind"] == "saved"]
+    assert kept, memory.peak_at
+    # the same loop taking the gradient of the (frozen) weights differentiates nothing:
+    # no slots for the image, nothing kept
+    weights_only = STYLE.replace("tape.gradient(loss, image)",
+                                 "tape.gradient(loss, vgg.trainable_variables)").replace(
+        "opt.apply_gradients([(grad, image)])",
+        "opt.apply_gradients(zip(grad, vgg.trainable_variables))")
+    setup, plain = _memory(weights_only)
+    assert not setup.input_gradient and not setup.input_optimised
+    assert plain.category("optimizer") == 0
+    assert plain.peak < memory.peak - 2 * image
+
+
+def test_an_adversarial_input_gradient_has_no_optimizer_of_its_own():
+    # TensorFlow's FGSM tutorial: tape.watch(image), the gradient's sign perturbs the image
+    source = STYLE.replace("        loss = tf.reduce_sum(vgg(image))\n",
+                           "        tape.watch(image)\n"
+                           "        loss = tf.reduce_sum(vgg(image))\n").replace(
+        "    opt.apply_gradients([(grad, image)])\n", "    return tf.sign(grad)\n")
+    setup, memory = _memory(source)
+    assert setup.input_gradient == "GradientTape.gradient() at line 16"
+    assert not setup.input_optimised and memory.category("optimizer") == 0
+    assert any(t["kind"] == "saved" for t in memory.peak_at["tensors"]), memory.peak_at

@@ -206,7 +206,9 @@ class Walk(XlaFusion):
         self.merged_results: dict = {}  # a group of merged Dense calls -> its result
         self.merged_first: set = set()  # the calls that run a merged product
         self.partials_kept: set = set()  # merged groups whose result is their partial sums
-        self.trainable_seen = False
+        # the step differentiates the model's input too (setup.input_gradient)
+        self.input_gradient = self.train and bool(self.setup.input_gradient)
+        self.trainable_seen = self.input_gradient
         self.kept_grads: list = []
         self.inside = frozenset(graph.opened_inner)  # looked up once per tensor
         self.declared_outputs = frozenset(tuple(key) for key in graph.outputs)
@@ -342,12 +344,20 @@ class Walk(XlaFusion):
         if self.train:
             slots = optimizer_elements(self.setup.optimizer, trainable) * prec.variable_bytes
             self.alloc(0, slots, "optimizer", f"{self.setup.optimizer.name} slots")
+            if self.input_gradient and self.setup.input_optimised:
+                # an optimizer updates the input itself (a style transfer's image)
+                per_sample = optimizer_elements(self.setup.optimizer, [
+                    tuple(s[1:]) for s in graph.input_shapes
+                    if s and None not in s[1:]]) * prec.variable_bytes
+                self.alloc(per_sample, 0, "optimizer",
+                           f"{self.setup.optimizer.name} slots of the input it updates")
         if not any(layer.type in INPUT_TYPES for layer in layers):  # else the inputs are nodes
             for i, shape in enumerate(graph.input_shapes):
                 size = self.shape_size(shape, prec.variable_bytes)
                 if size is None:
                     self.unknown_inputs.append(f"input {i + 1}")
                 self.data.append(_Tensor(self.alloc(*(size or (0, 0)), "data", f"input {i + 1}"),
+                                         requires_grad=self.input_gradient,
                                          shape=tuple(shape) if shape else None))
 
         self.call_order = order
@@ -766,7 +776,7 @@ class Walk(XlaFusion):
             into_step_output = self.step_outputs is not None and is_output
             if layer.type in INPUT_TYPES:
                 t = _Tensor(self.alloc(*(size or (0, 0)), "data", f"{layer.name}",
-                                       layer.name))
+                                       layer.name), requires_grad=self.input_gradient)
                 self.data.append(t)
             elif reuse is not None and k == 0 and not into_step_output:
                 self.ref(reuse.buf)
@@ -1307,7 +1317,8 @@ class Walk(XlaFusion):
                 t.grad.companions += (extra,)
                 t.grad.summed = True
                 continue
-            if not t.requires_grad or t in self.data or t.grad is not None:
+            if not t.requires_grad or t.grad is not None or (
+                    t in self.data and not self.input_gradient):
                 continue  # no gradient wanted, or accumulated into the one there is
             if convolved is not None:
                 # never written on its own: the transposed convolution's first backward

@@ -89,7 +89,7 @@ def get_attribute(interp, base: Any, attr: str, node) -> Any:
     found = devices.get_attribute(base, attr)
     if found is not devices.NOT_DEVICES:
         return found
-    if isinstance(base, plain_objects.ArgumentParser) or (
+    if isinstance(base, (plain_objects.ArgumentParser, training_loops.Tape)) or (
             isinstance(base, Optimizer) and attr in training_loops.APPLYING):
         return BoundMethod(base, attr)
     found = shape_attrs.get_attribute(base, attr)  # x._keras_shape, x.get_shape(), ...
@@ -186,6 +186,13 @@ def subscript(base: Any, key: Any, failed=None) -> Any:
     return Unknown("subscript of a value not known statically")
 
 
+def _constant_tensor(value: Any) -> bool:
+    """A tensor of values no layer made (``tf.Variable(tf.zeros((1, 224, 224, 3)))``), of
+    a known shape."""
+    return isinstance(value, Tensor) and value.producer is None and value.shape is not None \
+        and bool(value.shape) and None not in value.shape
+
+
 # ---------------------------------------------------------------------- calls
 
 def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
@@ -204,6 +211,12 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         # a training loop's step on data memlint cannot size (a reinforcement-learning
         # agent's state from its environment): its batch is not known, not Keras's default
         training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)
+    if isinstance(func, (SequentialModel, FunctionalModel)) and args \
+            and _constant_tensor(args[0]) and training_loops.trains(interp, kwargs):
+        # a training step on a tensor of values (a style transfer's tf.Variable image)
+        batch = Array(tuple(args[0].shape), "float32")
+        training_loops.record_call(interp, func.usage, args, kwargs, node, func.name, batch)
+        return data.apply_to_data(func, batch)
     if isinstance(func, (LayerRef, SequentialModel, FunctionalModel)) and args \
             and isinstance(args[0], Array):  # preprocessing data: ``ds.map(augment)``
         if isinstance(func, (SequentialModel, FunctionalModel)) and \
@@ -333,6 +346,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return Ref(name)  # a loss object: compile() needs only which loss it is
     if name == "tensorflow.Variable":  # a constant to Keras 3, none of the layer's weights
         return variables.variable(args, kwargs)
+    if training_loops.is_tape(name):
+        return training_loops.Tape()
     if name == "keras.Variable":  # a weight of the layer that keeps it (classes.track)
         return variables.keras_variable(args, kwargs)
     made = variables.initializer(name) or training_loops.differentiated(name, args, kwargs)
@@ -482,8 +497,10 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
 
 
 def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -> Any:
-    if training_loops.record_optimizer(interp, obj, method, node):
+    if training_loops.record_optimizer(interp, obj, method, node, args):
         return None
+    if isinstance(obj, training_loops.Tape):
+        return training_loops.tape_method(interp, obj, method, args, kwargs, node)
     if isinstance(obj, (SequentialModel, FunctionalModel)):
         if method == "stateless_call":  # (trainable, non-trainable, inputs...): a call
             return (call(interp, obj, args[2:], kwargs, node),

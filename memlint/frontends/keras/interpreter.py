@@ -315,7 +315,7 @@ class Interpreter(ExpressionEvaluator):
         elif isinstance(stmt, cst.If):
             self.exec_if(stmt)
         elif isinstance(stmt, cst.With):
-            scopes, tapes, no_grads = [], 0, 0
+            scopes, tapes, no_grads, opened = [], 0, 0, []
             for item in stmt.items:
                 if isinstance(item.item, cst.Call) and _dotted(item.item.func):
                     called = self.eval(item.item.func)  # a name chain: nothing runs twice
@@ -324,6 +324,8 @@ class Interpreter(ExpressionEvaluator):
                 value = self.eval(item.item)
                 if isinstance(value, devices.StrategyScope):
                     scopes.append(value.strategy)
+                if isinstance(value, training_loops.Tape):
+                    opened.append(value)
                 if item.asname is not None:
                     self.assign(item.asname.name, value)
             made = len(self.state.models)
@@ -333,7 +335,7 @@ class Interpreter(ExpressionEvaluator):
                 if tapes:
                     training_loops.tape_block(
                         self, f"under the GradientTape at line {self.location(stmt).line}",
-                        lambda: self.exec_block(stmt.body.body))
+                        lambda: self.exec_block(stmt.body.body), tuple(opened))
                 else:
                     self.exec_block(stmt.body.body)
             finally:

@@ -10,7 +10,8 @@ from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.losses import loss_name, output_losses
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
-from memlint.frontends.keras.training_loops import SHARED_STEP, TRAIN_CALL, applied_optimizer
+from memlint.frontends.keras.training_loops import (INPUT_GRADIENT, SHARED_STEP, TRAIN_CALL,
+                                                    applied_optimizer, applies_to)
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
 from memlint.ir import OptimizerSpec, TrainingSetup
 
@@ -46,6 +47,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
                             "GradientTape, with training=True, or before a torch backward())"
         _batch_from_call(setup, TRAIN_CALL, args, kwargs, loc, fixed_batch)
         setup.shared_step = next(iter(usage.get(SHARED_STEP, [])), "")
+        _input_gradient(setup, usage, state)
         return setup
     for method in ("predict", "predict_on_batch", "predict_generator"):
         for args, kwargs, loc in usage.get(method, []):
@@ -81,6 +83,19 @@ def _largest_training_call(setup: TrainingSetup, calls: list, fixed_batch) -> Tr
     if len(sites) > 1:
         best.batch_source += f" (the largest batch of the model's {len(sites)} training calls)"
     return best
+
+
+def _input_gradient(setup: TrainingSetup, usage: dict, state) -> None:
+    """A training loop that takes the gradient of what it calls the model on (and may
+    apply an optimizer to it)."""
+    where = usage.get(INPUT_GRADIENT)
+    if not where:
+        return
+    setup.input_gradient = f"GradientTape.gradient() at line {where[0][0].line}"
+    setup.input_optimised = any(applies_to(state, value) for _, value in where)
+    setup.mode_source += (f"; the gradient of its input is taken ({setup.input_gradient})"
+                          + (", and an optimizer updates the input" if setup.input_optimised
+                             else ""))
 
 
 def _batch_rank(setup: TrainingSetup) -> tuple:

@@ -67,6 +67,7 @@ class FileState:
     tuned_factories: set = field(default_factory=set)
     # optimizers whose apply_gradients() the code calls (a custom training loop), with where
     applied_optimizers: list = field(default_factory=list)
+    applied_values: list = field(default_factory=list)  # what they apply gradients to
     # keras.distribution.set_distribution(...): (strategy, number of models made before it)
     distribution: Optional[tuple] = None
     # places inside traced code that may have called a layer memlint did not see (a loop

@@ -14,6 +14,11 @@ optimizer's ``apply_gradients``.  memlint follows the loop over one representati
   decoder called once per target step, a GAN's two models), holds all their activations
   at once: each such model's usage says so (``"shared_step"``), and its estimate, of one
   call alone, is a lower bound (:func:`tape_block`);
+* ``tape.gradient(loss, x)`` where ``x`` is what a model the tape's block trained was called
+  on (the image a style transfer optimises, the input an adversarial example perturbs, a
+  DeepDream image): that step differentiates the model's input too, through frozen layers
+  as well (``"input_gradient"``), and where the code applies an optimizer to ``x``, its
+  slots are the input's size (:class:`Tape`);
 * JAX's ``jax.value_and_grad(f)`` / ``jax.grad(f)`` (keras.io's JAX training loop, with
   ``model.stateless_call`` inside ``f`` and ``optimizer.stateless_apply``): ``f`` runs as a
   tape block does (:class:`Differentiated`).
@@ -21,16 +26,18 @@ optimizer's ``apply_gradients``.  memlint follows the loop over one representati
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any, Optional
 
 import libcst.matchers as m
 
-from memlint.frontends.keras.values import Optimizer, Unknown
+from memlint.frontends.keras.values import Optimizer, Unknown, flatten_structure
 from memlint.ir import OptimizerSpec
 from memlint.records import record
 
 TRAIN_CALL = "train_call"
 SHARED_STEP = "shared_step"
+INPUT_GRADIENT = "input_gradient"
 APPLYING = ("apply_gradients", "minimize", "apply", "stateless_apply")
 _TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
 _NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
@@ -66,26 +73,68 @@ def is_no_grad(name: Optional[str]) -> bool:
     return name in _NO_GRAD
 
 
-def record_call(interp, usage: dict, args: list, kwargs: dict, node, name: str) -> None:
+def record_call(interp, usage: dict, args: list, kwargs: dict, node, name: str,
+                batch: Any = None) -> None:
     """Remember a training call of model ``name`` on a batch (its usage, as ``fit`` would
-    be), and that the enclosing tape blocks run it."""
+    be; ``batch``: the data it stands for, where not the value itself), and that the
+    enclosing tape blocks run it."""
     value = args[0] if args else kwargs.get("inputs", kwargs.get("x"))
-    usage.setdefault(TRAIN_CALL, []).append(([value], {}, interp.location(node)))
+    usage.setdefault(TRAIN_CALL, []).append(([value if batch is None else batch], {},
+                                             interp.location(node)))
     for calls in interp.tape_calls:
-        calls.append((name, usage))
+        calls.append((name, usage, value))
 
 
-def tape_block(interp, where: str, run) -> None:
+@record(eq=False)
+class Tape:
+    """``tf.GradientTape()``: the training calls its block ran, (model name, usage, input)."""
+
+    calls: list = field(default_factory=list)
+
+
+def tape_method(interp, tape: Tape, method: str, args: list, kwargs: dict, node) -> Any:
+    """``tape.gradient(target, sources)``: a source that is the input of a model call the
+    block ran makes that model's step differentiate its input (``INPUT_GRADIENT``);
+    ``tape.watch(x)`` changes nothing memlint sizes."""
+    if method == "gradient":
+        sources = _objects(args[1] if len(args) > 1 else kwargs.get("sources"))
+        for _, usage, value in tape.calls:
+            if any(source is leaf for source in sources for leaf in _objects(value)):
+                usage.setdefault(INPUT_GRADIENT, []).append((interp.location(node), value))
+        return Unknown("gradients computed by a GradientTape")
+    if method == "watch":
+        return None
+    return Unknown(f"GradientTape.{method}() is not evaluated")
+
+
+def _objects(value: Any) -> list:
+    """The leaves of ``value`` that are objects of their own (compared by identity): not
+    None, numbers or strings, which the analysed code may share by chance."""
+    return [leaf for leaf in flatten_structure(value)
+            if leaf is not None and not isinstance(leaf, (bool, int, float, str))]
+
+
+def applies_to(state, value: Any) -> bool:
+    """Whether the code applies an optimizer to ``value`` itself (``opt.apply_gradients([(
+    grad, image)])``: the image a style transfer optimises)."""
+    leaves = _objects(value)
+    return any(leaf is applied for leaf in leaves for applied in state.applied_values)
+
+
+def tape_block(interp, where: str, run, tapes: tuple = ()) -> None:
     """``run()`` the body of a ``with tf.GradientTape()`` block (``where``: "under the
     GradientTape at line 85"); where it trains several models, or one several times, mark
-    each one's usage with the step it shares."""
+    each one's usage with the step it shares.  The ``tapes`` the block opened keep its
+    training calls (:func:`tape_method`)."""
     interp.tape_calls.append([])
     try:
         run()
     finally:
         calls = interp.tape_calls.pop()
+        for tape in tapes:
+            tape.calls.extend(calls)
     counts: dict = {}
-    for name, usage in calls:
+    for name, usage, _ in calls:
         counts.setdefault(id(usage), [name, usage, 0])[2] += 1
     if len(calls) < 2:
         return
@@ -135,11 +184,13 @@ def run_differentiated(interp, made: Differentiated, call, line: int) -> Any:
     return grads
 
 
-def record_optimizer(interp, optimizer: Any, method: str, node) -> bool:
-    """``optimizer.apply_gradients(...)``: remember which optimizer the code applies."""
+def record_optimizer(interp, optimizer: Any, method: str, node, args: list = ()) -> bool:
+    """``optimizer.apply_gradients(...)``: remember which optimizer the code applies, and
+    to what (:func:`applies_to`)."""
     if not isinstance(optimizer, Optimizer) or method not in APPLYING:
         return False
     interp.state.applied_optimizers.append((optimizer, interp.location(node), method))
+    interp.state.applied_values.extend(_objects(list(args)))
     return True
 
 
