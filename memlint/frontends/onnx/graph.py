@@ -201,7 +201,7 @@ def analyze_model(model, path: str, batch_size: Optional[int] = None,
             "MEM901", "invalid-layer", "error",
             f"node '{label}': ONNX would reject its inputs: {message}", path, model=name,
             data={"node": label}, node=label))
-    notes = 0
+    notes = inherited = 0
     by_name = {layer.name: layer for layer in ir.layers}
     for label, tensor, why in shapes.unknown:
         result.unresolved.append(Unresolved(f"tensor '{tensor}' of node '{label}'", why,
@@ -209,6 +209,9 @@ def analyze_model(model, path: str, batch_size: Optional[int] = None,
         layer = by_name.get(label)
         if layer is not None and layer.unresolved is None:
             layer.unresolved = f"shape of '{tensor}' unknown: {why}"
+        if tensor in shapes.inherited:  # it follows from one noted before it
+            inherited += 1
+            continue
         notes += 1
         if notes <= MAX_NOTES:
             result.diagnostics.append(Diagnostic(
@@ -221,6 +224,11 @@ def analyze_model(model, path: str, batch_size: Optional[int] = None,
         result.diagnostics.append(Diagnostic(
             "MEM900", "unresolved-value", "info",
             f"{notes - MAX_NOTES} more tensors with unknown shapes", path, model=name))
+    if inherited:
+        result.diagnostics.append(Diagnostic(
+            "MEM900", "unresolved-value", "info",
+            f"{inherited} more tensor(s) computed from those above have unknown shapes too",
+            path, model=name))
     for note in shapes.notes:
         result.diagnostics.append(Diagnostic("MEM900", "unresolved-value", "info", note, path,
                                              model=name))

@@ -48,6 +48,10 @@ class ShapeResult:
     batch_symbols: set
     unplaced: list = field(default_factory=list)  # nodes in a cycle or reading unknown tensors
     unknown: list = field(default_factory=list)  # (node label, tensor name, reason)
+    # tensors of an unknown shape, or computed from one (a Shape of it, the sizes taken
+    # from that), and the unknown tensors among them whose shape follows from such an input
+    tainted: set = field(default_factory=set)
+    inherited: set = field(default_factory=set)
     invalid: list = field(default_factory=list)  # (node label, message): inputs the op refuses
     notes: list = field(default_factory=list)  # one-line remarks (ONNX inference failed ...)
     values: dict = field(default_factory=dict)  # name -> small constant value
@@ -258,6 +262,7 @@ def infer_shapes(model, dims: Optional[dict] = None, use_onnx: bool = True) -> S
                    "(use --dim NAME=VALUE)" if names else
                    "graph input with unknown dimensions (give its shape)")
             result.unknown.append((value.name, value.name, why))
+            result.tainted.add(value.name)
 
     onnx_shapes = _onnx_inference(model, initializers, dims, batch_symbols, result) \
         if use_onnx else {}
@@ -331,10 +336,17 @@ class _Walker:
                     values[name] = value
         if node.op_type in NON_TENSOR_OPS:
             result.non_tensors.update(node.output)
+        reads_unknown = any(n in result.tainted for n in node.input if n)
         for name in node.output:
             if not name or name in result.non_tensors:
                 continue
             shape = tensors[name].shape
+            if reads_unknown:
+                result.tainted.add(name)
+            if not known(shape):
+                result.tainted.add(name)
+                if reads_unknown:
+                    result.inherited.add(name)
             if shape is None:
                 why = ("no shape inference for operator "
                        f"{node.domain + '.' if node.domain else ''}{node.op_type}"
