@@ -224,6 +224,7 @@ class TrainingSetup:
     # and the report leaves it out
     part_of: list = field(default_factory=list)
     part_idle: bool = False  # those models hold it, and their steps never run it
+    part_shares: bool = False  # those models run its layers, not the model itself
     # where nothing else runs it, the tf.data map() calls that run it on the pipeline's data
     # ("map() at line 35"): the input pipeline runs on the host, so it has no GPU step, and
     # the report leaves it out

@@ -10,6 +10,7 @@ import textwrap
 
 from memlint.analysis import analyze_file, analyze_text
 from memlint.config import Settings
+from memlint.reporters.text import part_line
 from tests.conftest import FIXTURES
 
 GAN = textwrap.dedent("""
@@ -269,6 +270,44 @@ def test_a_backbone_whose_inner_output_builds_the_trained_model_is_part_of_it():
     assert [layer.name for layer in model.layers] == ["input_layer", "stem", "mid", "head"]
     assert model.setup.batch_size == 8
     assert all(diag.model != "base" for diag in report.diagnostics)
+
+
+SEQ2SEQ_INFERENCE = textwrap.dedent("""
+    import numpy as np
+    import keras
+    from keras.layers import Input, LSTM, Dense
+
+    encoder_inputs = Input(shape=(None, 20))
+    encoder_outputs, state_h, state_c = LSTM(32, return_state=True)(encoder_inputs)
+    decoder_inputs = Input(shape=(None, 30))
+    decoder_lstm = LSTM(32, return_sequences=True, return_state=True)
+    decoder_outputs, _, _ = decoder_lstm(decoder_inputs, initial_state=[state_h, state_c])
+    decoder_dense = Dense(30, activation="softmax")
+    model = keras.Model([encoder_inputs, decoder_inputs], decoder_dense(decoder_outputs))
+    model.compile(optimizer="rmsprop", loss="categorical_crossentropy")
+    model.fit([np.zeros((100, 12, 20)), np.zeros((100, 15, 30))], np.zeros((100, 15, 30)),
+              batch_size=16)
+    encoder_model = keras.Model(encoder_inputs, [state_h, state_c])
+    h, c = Input(shape=(32,)), Input(shape=(32,))
+    outputs, h2, c2 = decoder_lstm(decoder_inputs, initial_state=[h, c])
+    decoder_model = keras.Model([decoder_inputs, h, c], [decoder_dense(outputs), h2, c2])
+""")
+
+
+def test_inference_models_of_the_trained_layers_are_said_to_share_them():
+    """Keras 2's character-level seq2seq builds its sampling models from the trained
+    layers after fit(): they are the trained model's parts, but they do not run inside it
+    (the report said "runs only inside 'functional'")."""
+    report = analyze_text(SEQ2SEQ_INFERENCE, "s2s.py", Settings())
+    assert [graph.variable for graph in report.models] == ["model"]
+    parts = {graph.variable: graph for graph in report.parts}
+    assert sorted(parts) == ["decoder_model", "encoder_model"]
+    for variable, line in (("encoder_model", 16), ("decoder_model", 19)):
+        assert parts[variable].setup.part_shares
+        assert part_line(parts[variable]) == (
+            f"Model '{parts[variable].name}' (Functional) at s2s.py:{line}: its layers run in "
+            "'functional' (nothing compiles, fits or calls it on its own): their weights and "
+            "memory are in its estimate")
 
 
 PART_OF_A_PART = textwrap.dedent("""

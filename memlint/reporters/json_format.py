@@ -110,6 +110,7 @@ def document(reports: list, errors: list, diff=None) -> dict:
         "parts": [{"path": r.path, "name": g.name, "variable": g.variable,
                    "line": g.location.line if g.location else None,
                    "part_of": list(g.setup.part_of), "part_idle": g.setup.part_idle,
+                   "part_shares": g.setup.part_shares,
                    "pipeline": g.setup.pipeline,
                    "params": g.params}
                   for r in reports for g in r.parts],

@@ -213,6 +213,10 @@ def part_line(graph) -> str:
         return (f"Model '{graph.name}' ({graph.kind}){where}: held by {users}, whose training "
                 "step never runs it (nothing compiles, fits or calls it on its own): its "
                 f"weights are in {estimates}")
+    if graph.setup.part_shares:  # (a seq2seq's inference encoder, of the trained layers)
+        return (f"Model '{graph.name}' ({graph.kind}){where}: its layers run in {users} "
+                "(nothing compiles, fits or calls it on its own): their weights and memory "
+                f"are in {estimates}")
     return (f"Model '{graph.name}' ({graph.kind}){where}: runs only inside {users} "
             "(nothing compiles, fits or calls it on its own): its layers and memory "
             f"are in {estimates}")

@@ -127,6 +127,7 @@ def _mark_part(model, graph, used: list, graphs: list) -> None:
         # segmentation model's backbone)
         own = _layer_ids(model)
         outer = [other.name for ids, other in used if other is not graph and own & ids]
+        graph.setup.part_shares = bool(outer)
     else:
         # a call of it whose size is not known (on a tensor of unknown shape) is a call all
         # the same: the other model's estimate is incomplete, and one of this model alone,
