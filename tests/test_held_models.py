@@ -421,3 +421,22 @@ def test_a_mapped_model_also_previewed_on_data_stays_in_the_pipeline():
     report = analyze_text(source, "aug.py", Settings())
     assert [(graph.variable, graph.setup.pipeline) for graph in report.parts] == \
         [("augment", "map() at line 12")]
+
+
+def test_a_recurrent_layers_states_of_an_unknown_input_are_unpacked():
+    """With the token count read from the corpus (``len(input_characters)``), the
+    encoder's ``out, h, c = LSTM(..., return_state=True)(inputs)`` unpacked an unknown
+    value: the sampling models were "not known statically (name 'state_h' is not defined)";
+    each state is a tensor of a shape not known, for the input's reason."""
+    source = SEQ2SEQ_INFERENCE.replace(
+        "encoder_inputs = Input(shape=(None, 20))",
+        "from corpus import characters\n"
+        "encoder_inputs = Input(shape=(None, len(characters)))")
+    report = analyze_text(source, "s2s.py", Settings())
+    notes = [d.message for d in report.diagnostics if d.code == "MEM900"]
+    assert not any("Model(...)" in note or "unpacking" in note for note in notes), notes
+    assert sorted(graph.variable for graph in report.parts) == ["decoder_model",
+                                                                 "encoder_model"]
+    (model,) = report.models
+    assert {layer.name: layer.unresolved for layer in model.layers}["lstm"] == \
+        "input shape unknown"

@@ -33,7 +33,7 @@ from memlint.frontends.keras.slice_scan import may_call_layers
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
 from memlint.frontends.keras.values import (Array, FunctionalModel, ModuleValue, Ref,
-                                            SequentialModel, Unknown, UserFunction,
+                                            SequentialModel, Tensor, Unknown, UserFunction,
                                             is_unknown)
 from memlint.ir import Location
 from memlint.source_index import SourceIndex
@@ -1094,6 +1094,13 @@ class Interpreter(ExpressionEvaluator):
                     and len(starred) <= 1:
                 for sub, item in zip(names, value):
                     self.assign(sub, item)
+            elif isinstance(value, Tensor) and value.shape is None and not starred:
+                # ``out, h, c = LSTM(..., return_state=True)(x)`` on a tensor of a shape not
+                # known: the layer's outputs, of shapes not known for the same reason
+                producer = value.producer
+                for index, sub in enumerate(names):
+                    self.assign(sub, Tensor(None, producer and (*producer[:2], index),
+                                            reason=value.reason))
             else:
                 for sub in names:
                     self.assign(sub, Unknown("unpacking of a value that is not known statically"))
