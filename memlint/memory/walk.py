@@ -44,7 +44,7 @@ from memlint.memory.optimizers import (optimizer_elements, slots_per_variable,
 from memlint.memory.tensors import INPUT_TYPES, SLICES, VIEW_LAYERS, output_bytes
 from memlint.memory.xla_fusion import (_FUSIBLE, XlaFusion, _masks_gradient, _units, _writes_relu,
                                        concatenated_in_product, elementwise_call, loop_fused,
-                                       resizes_by_products)
+                                       nearest_upsampling, resizes_by_products)
 from memlint.records import record
 
 
@@ -805,7 +805,7 @@ class Walk(XlaFusion):
                     buf = self.alloc(*(size or (0, 0)), "live", label, layer.name)
                 t = _Tensor(buf, sources=sources, storage=merged,
                             materialized=not (self.profile.sign == "xla" and (
-                                layer.type in _FUSIBLE or _nearest_upsampling(layer)
+                                layer.type in _FUSIBLE or nearest_upsampling(layer)
                                 or elementwise_call(layer, kind))))
                 t.buf.library = self.library_output(kind)
             t.requires_grad = requires_grad
@@ -2168,13 +2168,6 @@ class Walk(XlaFusion):
 
 _NO_CAST = frozenset({"BatchNormalization", "LayerNormalization", "GroupNormalization",
                       "Normalization"})
-def _nearest_upsampling(layer) -> bool:
-    """An UpSampling layer that repeats rows (``interpolation="nearest"``): under XLA a
-    loop fusion like an element-wise call's, which a padding reader computes as it reads
-    (H100 predict plan of UpSampling2D -> Conv2D(16, 2, padding="same"): one pad fusion
-    writes the padded, upsampled map; no upsampled copy)."""
-    return layer.type in ("UpSampling1D", "UpSampling3D") or (
-        layer.type == "UpSampling2D" and not resizes_by_products(layer))
 
 
 # A transposed convolution's backward scratch Walk.transposed_backward makes in order.
