@@ -168,6 +168,20 @@ def test_syntax_error():
     assert [d.code for d in result.diagnostics] == ["MEM902"]
 
 
+def test_a_python2_print_statement_is_named_as_python2():
+    # Keras 1-era scripts print with statements: the parser's message alone listed the
+    # tokens it expected
+    source = ("from keras.models import Sequential\nmodel = Sequential()\n"
+              "print \"built\"\nmodel.compile('sgd', 'mse')\n")
+    (diag,) = analyze_source(source, "old.py").diagnostics
+    assert diag.code == "MEM902" and diag.line == 3
+    assert diag.message.endswith("(line 3 is Python 2, a print statement: memlint reads "
+                                 "Python 3 source; convert the file first, e.g. with 2to3)")
+    (plain,) = analyze_source("import keras\nmodel = keras.Sequential(\n",
+                              "broken.py").diagnostics
+    assert "Python 2" not in plain.message
+
+
 def test_unknown_names_give_partial_results():
     result = analyze_source(
         "import keras\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -184,7 +185,8 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
     except cst.ParserSyntaxError as exc:
         line, column = _syntax_error_position(source, exc)
         state.syntax_error(Location(path, line, column),
-                           f"cannot parse this file: {exc.message}")
+                           f"cannot parse this file: {exc.message}"
+                           + _python2_hint(source, line))
         return FrontendResult(diagnostics=state.diagnostics)
     work["parsed"] = 1
     interpreter = Interpreter(module, state, roots, slicing=True)
@@ -318,6 +320,27 @@ def _note_factories(interpreter: Interpreter, state: FileState) -> list:
         f"this file defines model factories it never calls: {names}; analyse one with "
         f"{example}")
     return [(name, needs_arguments(node)) for _, name, node in found]
+
+
+# Python 2 statements that Python 3 cannot parse, as old Keras scripts write them
+_PYTHON2 = (
+    (re.compile(r"^\s*print(\s*>>|\s+[^\s(=.,)\]}:;+*/%&|^<>!-])"), "a print statement"),
+    (re.compile(r"^\s*except\s+[\w.]+\s*,\s*\w+\s*:"), "an 'except Error, name:' clause"),
+    (re.compile(r"^\s*exec\s+[\"']"), "an exec statement"),
+    (re.compile(r"^\s*raise\s+[\w.]+\s*,"), "a 'raise Error, message' statement"),
+)
+
+
+def _python2_hint(source: str, line: int) -> str:
+    """Where the line memlint cannot parse is Python 2 (``print "done"``), say so: memlint
+    reads Python 3 source."""
+    lines = source.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    for pattern, what in _PYTHON2:
+        if pattern.search(text):
+            return (f" (line {line} is Python 2, {what}: memlint reads Python 3 source; "
+                    "convert the file first, e.g. with 2to3)")
+    return ""
 
 
 def _syntax_error_position(source: str, exc: cst.ParserSyntaxError) -> tuple:
