@@ -61,6 +61,15 @@ CASES = [
     ("keras.ops.image.extract_patches", [IMAGES, 3], {"strides": 1, "dilation_rate": 2},
      (None, 28, 28, 27)),
     ("keras.ops.image.extract_patches", [Tensor((32, 32, 3)), 4], {}, (8, 8, 48)),
+    # keras.io's shifted patch tokenization: cropped by half a patch, padded back
+    ("keras.ops.image.crop_images", [IMAGES], {"top_cropping": 3, "left_cropping": 3,
+                                               "target_height": 29, "target_width": 29},
+     (None, 29, 29, 3)),
+    ("keras.ops.image.crop_images", [IMAGES, 1, 2, 3, 4], {}, (None, 28, 26, 3)),
+    ("keras.ops.image.pad_images", [Tensor((None, 29, 29, 3))],
+     {"top_padding": 3, "left_padding": 3, "target_height": 32, "target_width": 32},
+     (None, 32, 32, 3)),
+    ("keras.ops.image.pad_images", [Tensor((29, 29, 3)), 0, 1, 2, 3], {}, (31, 33, 3)),
     ("tensorflow.image.extract_patches", [IMAGES, [1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1],
                                           "VALID"], {}, (None, 8, 8, 48)),
     # element-wise functions, comparisons and reductions beyond the activations
@@ -267,6 +276,12 @@ def test_extract_patches_with_unknown_sizes_or_channels_first_is_unresolved():
         operation_shape("keras.ops.image.extract_patches", [IMAGES, Tensor((None,))], {})
     with pytest.raises(LayerError):
         operation_shape("keras.ops.image.extract_patches", [IMAGES, 40], {})
+    # TensorFlow's [1, rows, cols, 1] strides: Keras 3's convolution refuses them (checked
+    # on the JAX backend: "window and window_strides must have the same number of
+    # dimensions")
+    with pytest.raises(LayerError, match=r"strides \[1, 6, 6, 1\] has 4 values"):
+        operation_shape("keras.ops.image.extract_patches", [IMAGES, (6, 6)],
+                        {"strides": [1, 6, 6, 1]})
 
 
 def test_unknown_arguments_are_unresolved():

@@ -487,10 +487,41 @@ def _pad(args, kwargs):
 def _pair(value: Any, name: str) -> tuple:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value, value)
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
+    ints = isinstance(value, (list, tuple)) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if ints and len(value) == 2:
         return tuple(value)
+    if ints:  # TensorFlow's [1, rows, cols, 1]: Keras 3's convolution refuses it
+        raise LayerError(f"{name} {list(value)} has {len(value)} values; Keras takes an int "
+                         "or (height, width)")
     raise UnresolvedArgument(name, f"{name} is not an int or a pair of ints known statically")
+
+
+def _cropped_or_padded(args, kwargs, pad: bool) -> tuple:
+    """``keras.ops.image.crop_images`` / ``pad_images(images, top_..., left_...,
+    bottom_..., right_..., target_height=None, target_width=None)`` (channels-last): the
+    target size where given, else the image's less (or plus) the two margins."""
+    if _arg(args, kwargs, 7, "data_format") not in (None, "channels_last"):
+        raise UnresolvedArgument("data_format", "only channels-last images are evaluated")
+    shape = _shape_of(_arg(args, kwargs, 0, "images"))
+    if len(shape) not in (3, 4):
+        raise LayerError(f"images of shape {format_shape(shape)}: expected 3 or 4 axes")
+    word = "padding" if pad else "cropping"
+    out = list(shape)
+    for axis, (first, last, target) in zip((-3, -2), (("top", "bottom", "target_height"),
+                                                        ("left", "right", "target_width"))):
+        a = _arg(args, kwargs, 1 if first == "top" else 2, f"{first}_{word}")
+        b = _arg(args, kwargs, 3 if last == "bottom" else 4, f"{last}_{word}")
+        size = _arg(args, kwargs, 5 if target == "target_height" else 6, target)
+        values = [v for v in (a, b, size) if v is not None]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise UnresolvedArgument(word, f"the {word} is not known statically")
+        if size is not None:
+            out[axis] = size
+        elif shape[axis] is not None:
+            margins = (a or 0) + (b or 0)
+            out[axis] = shape[axis] + margins if pad else shape[axis] - margins
+    return tuple(out)
 
 
 def _patches(shape: tuple, size: tuple, strides: tuple, rates: tuple, padding: Any) -> tuple:
@@ -705,6 +736,10 @@ for _tf_name, _stem in (("reduce_mean", "mean"), ("reduce_sum", "sum"), ("reduce
 OPERATIONS["tensorflow.concat"] = ("concatenate", _concatenate)
 OPERATIONS["keras.ops.image.extract_patches"] = ("extract_patches", _extract_patches)
 OPERATIONS["tensorflow.image.extract_patches"] = ("extract_patches", _tf_extract_patches)
+OPERATIONS["keras.ops.image.crop_images"] = (
+    "crop_images", lambda a, k: _cropped_or_padded(a, k, pad=False))
+OPERATIONS["keras.ops.image.pad_images"] = (
+    "pad_images", lambda a, k: _cropped_or_padded(a, k, pad=True))
 OPERATIONS["operator.getitem"] = ("get_item", _getitem)  # tensor[...]
 for _name, _to_space in (("depth_to_space", True), ("space_to_depth", False)):
     _register(_name, None, lambda a, k, t=_to_space: _rearranged(a, k, t, False))
@@ -734,7 +769,7 @@ _ROW_WISE = frozenset({"softmax", "log_softmax", "normalize", "sort", "argsort"}
 # moves or joins elements without computing: a loop fusion writes them as it reads
 _LAYOUT = frozenset({"concatenate", "get_item", "reshape", "expand_dims", "squeeze", "slice",
                      "transpose", "flip", "roll", "broadcast_to", "tile", "repeat", "stack",
-                     "split", "unstack"})
+                     "split", "unstack", "crop_images"})
 
 
 def work_of(op_type: str, input_shapes=None, output_shape=None) -> Optional[str]:
