@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from memlint.analysis import analyze_file, analyze_text
 from memlint.config import Settings
 from memlint.frontends.keras import analyze_source
@@ -119,6 +121,43 @@ def test_a_subclass_may_add_weights_to_its_parents_build():
         model = Model(inputs, ScaledDense(4)(inputs))
         """)
     assert rows[1] == ("scaled_dense", "ScaledDense", (None, 4), 6 * 4 + 4 + 4)
+
+
+SUBCLASS_INIT_WEIGHTS = """
+    import math
+    import keras
+    from keras import layers
+
+    class MultiHeadAttentionLSA(layers.MultiHeadAttention):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.tau = keras.Variable(math.sqrt(float(self._key_dim)), trainable=True)
+
+    class ScaledDense(layers.Dense):
+        def __init__(self, units, **kwargs):
+            super().__init__(units, **kwargs)
+            self.scale = self.add_weight(shape=(), initializer="ones", name="scale")
+
+    inputs = keras.Input((10, 16))
+    x = MultiHeadAttentionLSA(num_heads=2, key_dim=8)(inputs, inputs)
+    model = keras.Model(inputs, ScaledDense(4)(x))
+"""
+
+
+def test_weights_a_subclass_makes_in_its_init_are_its_own():
+    # keras.io's ViT for small datasets: locality self-attention keeps a trainable
+    # temperature, keras.Variable(sqrt(self._key_dim)), beside its parent's weights (one
+    # parameter a layer short, 8 in the model)
+    rows = layers_of(SUBCLASS_INIT_WEIGHTS)
+    assert rows[1:] == [
+        ("multi_head_attention_lsa", "MultiHeadAttentionLSA", (None, 10, 16), 1088 + 1),
+        ("scaled_dense", "ScaledDense", (None, 10, 4), 16 * 4 + 4 + 1)]
+
+
+@pytest.mark.oracle
+def test_weights_a_subclass_makes_in_its_init_match_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, textwrap.dedent(SUBCLASS_INIT_WEIGHTS))
 
 
 def test_input_spec_is_not_a_layer():

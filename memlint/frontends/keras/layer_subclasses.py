@@ -55,11 +55,13 @@ def construct_inherited(interp, cls, args: list, kwargs: dict, node) -> Any:
     registry layer of its parent's kind, named and typed after the subclass."""
     from memlint.frontends.keras import classes, models
     init = cls.methods.get("__init__")
+    own: list = []
     if init is not None:
         scratch = classes.ClassObject(cls, interp.location(node), interp)
         classes.run_method(interp, scratch, init, args, kwargs, node)
         parent_args, parent_kwargs = getattr(scratch, "parent_call", ([], {}))
         name = scratch.name
+        own = list(scratch.own_weights)  # made by its __init__: Keras tracks them too
     else:
         parent_args, parent_kwargs = list(args), dict(kwargs)
         given = kwargs.get("name")
@@ -70,6 +72,7 @@ def construct_inherited(interp, cls, args: list, kwargs: dict, node) -> Any:
                                 {**parent_kwargs, "name": name}, node)
     if isinstance(layer, LayerRef):
         layer.subclass = cls.name  # what Keras reports as the layer's class
+        layer.init_weights = own
     else:
         layer.type = cls.name  # an OpaqueLayer: the class is all that is known
     return layer
@@ -92,10 +95,16 @@ def init_parent(obj, args: list, kwargs: dict, node) -> None:
     """``super().__init__(...)`` in a class derived from a registry layer: remember the
     arguments, configure the parent's kind, and set the attributes its constructor sets."""
     obj.parent_call = (list(args), dict(kwargs))
-    if inherits(obj.cls):
-        return  # a scratch object of construct_inherited: the registry layer is made there
     interp = obj.interp
     instance = _configure(obj.cls.registry_base, args, kwargs, interp.state.context)
+    if inherits(obj.cls):
+        # a scratch object of construct_inherited, where the registry layer is made (and
+        # any note about its arguments given): the rest of its __init__ may read what the
+        # parent keeps, public or private (MultiHeadAttention's ``self._key_dim``)
+        if not isinstance(instance, str):
+            for key, value in instance.config.items():
+                obj.attrs[key] = obj.attrs[f"_{key}"] = _attribute(key, value)
+        return
     if isinstance(instance, str):
         loc = node.loc if hasattr(node, "loc") else interp.location(node)
         interp.state.note_unresolved(loc, f"{obj.cls.name} parent {obj.cls.registry_base}",

@@ -599,7 +599,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
     if options:
         out = _with_call_options(layer, shapes, out, options)
     if layer.weights is None:
-        layer.weights = weights
+        layer.weights = list(layer.init_weights) + list(weights)
         for stem in _BUILD_SUBLAYER_NAMES.get(layer.type, ()):
             state.unique_name(stem)
     saved = layer.instance.kind.saved_tensors(layer.instance.config, shapes)

@@ -172,7 +172,7 @@ def sequential_step(layer, shape, depth: int = 0, trace: bool = False) -> Any:
     if isinstance(layer, LayerRef):
         out, weights = registry.call(replace(layer.instance, trainable=True), shape)
         if layer.weights is None:
-            layer.weights = weights
+            layer.weights = list(layer.init_weights) + list(weights)
         return out
     if trace and getattr(layer, "obj", None) is not None and not layer.calls:
         # a layer class of the file in a Sequential first called here (no Input of its

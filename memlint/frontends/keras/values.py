@@ -111,6 +111,9 @@ class LayerRef:
     # functions given to the layer that decide its shape (Lambda's function and callable
     # output_shape), evaluated on each call's input by the interpreter
     callables: dict = field(default_factory=dict)
+    # weights the __init__ of a file's subclass of a registry layer makes itself
+    # (``self.tau = keras.Variable(...)``, ``self.add_weight``), before its parent's
+    init_weights: list = field(default_factory=list)
 
 
 @record(eq=False)

@@ -81,7 +81,8 @@ class KerasVariable:
 
 def keras_variable(args: list, kwargs: dict) -> Any:
     """``keras.Variable(initializer, shape=None, dtype=None, trainable=True, ...,
-    name=None)``: its shape is the initial value's, or ``shape=`` beside an initializer
+    name=None)``: its shape is the initial value's (a number's: a scalar), or ``shape=``
+    beside an initializer
     (a name such as ``"zeros"`` or an initializer object)."""
     init = _arg(args, kwargs, 0, "initializer")
     shape = _arg(args, kwargs, 1, "shape")
@@ -91,6 +92,8 @@ def keras_variable(args: list, kwargs: dict) -> Any:
         shape = (shape,)
     if shape is None and isinstance(init, (Array, Tensor)) and init.shape is not None:
         shape = init.shape
+    if shape is None and isinstance(init, (int, float)) and not isinstance(init, bool):
+        shape = ()  # a Python number: a scalar (keras.io's LSA attention temperature)
     if not isinstance(shape, (list, tuple)) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         return Unknown("keras.Variable of a shape not known statically")
