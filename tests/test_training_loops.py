@@ -513,3 +513,57 @@ def test_an_adversarial_input_gradient_has_no_optimizer_of_its_own():
     assert setup.input_gradient == "GradientTape.gradient() at line 16"
     assert not setup.input_optimised and memory.category("optimizer") == 0
     assert any(t["kind"] == "saved" for t in memory.peak_at["tensors"]), memory.peak_at
+
+
+# TensorFlow's "custom training with tf.distribute.Strategy": a distributed dataset of
+# global batches, each replica's step run by strategy.run; a Sequential with no Input
+DISTRIBUTED = '''
+import numpy as np
+import tensorflow as tf
+
+(train_images, train_labels), _ = tf.keras.datasets.fashion_mnist.load_data()
+train_images = train_images[..., None] / np.float32(255)
+strategy = tf.distribute.MirroredStrategy()
+GLOBAL_BATCH_SIZE = 64 * strategy.num_replicas_in_sync
+dataset = tf.data.Dataset.from_tensor_slices((train_images, train_labels)).batch(
+    GLOBAL_BATCH_SIZE)
+dist_dataset = strategy.experimental_distribute_dataset(dataset)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Conv2D(32, 3, activation="relu"),
+                                 tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)])
+    optimizer = tf.keras.optimizers.Adam()
+
+def train_step(inputs):
+    images, labels = inputs
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(images, training=True))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    return loss
+
+@tf.function
+def distributed_train_step(dataset_inputs):
+    losses = strategy.run(train_step, args=(dataset_inputs,))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+for epoch in range(10):
+    for x in dist_dataset:
+        distributed_train_step(x)
+'''
+
+
+def test_a_distributed_loop_trains_each_replica_on_its_share_of_the_batch():
+    # the loop over the distributed dataset was skipped (its batch, 64 per replica, not a
+    # count), strategy.run() ran nothing, and the Sequential's first call in the step did
+    # not size it: no training call, Keras's default batch assumed, no layer sized
+    setup, memory = _memory(DISTRIBUTED)
+    assert setup.mode == "train" and "line 19" in setup.mode_source
+    assert (setup.batch_size, setup.batch_per_replica) == (64, True)
+    assert "64 per replica" in setup.batch_source and memory.complete
+    (graph,) = _report(DISTRIBUTED).models
+    assert [layer.output_shape for layer in graph.layers] == [
+        (None, 26, 26, 32), (None, 21632), (None, 10)]
+    # the dataset iterated without distributing it holds global batches: not sized
+    plain = DISTRIBUTED.replace("    for x in dist_dataset:", "    for x in dataset:")
+    setup, _ = _memory(plain)
+    assert setup.batch_size is None

@@ -39,6 +39,9 @@ class Dataset:
     origin: str = ""  # where the element's shapes come from
     batch_origin: str = ""  # where the batch size comes from
     host: list = field(default_factory=list)  # HostData of arrays it holds in memory
+    # split over a strategy's replicas (experimental_distribute_dataset): a loop over it
+    # sees one replica's share of each batch
+    distributed: bool = False
 
 
 @record(eq=False)
@@ -609,7 +612,9 @@ def batches(dataset: Dataset) -> Optional[list]:
     """What ``for batch in dataset`` sees, as one representative item: the element with the
     batch dimension in front of every array (a batched dataset), or the element itself
     (an unbatched one); None when the batch size or the element is not known."""
-    batch = dataset.batch
+    batch, share = dataset.batch, False
+    if isinstance(batch, PerReplica) and dataset.distributed:
+        batch, share = batch.amount, True  # each replica's share of the global batch
     if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
         return None
     leaves = flatten_structure(dataset.element)
@@ -617,7 +622,8 @@ def batches(dataset: Dataset) -> Optional[list]:
         return None
     if batch is None:
         return [dataset.element]
-    return [_map_leaves(dataset.element, lambda a: Array((batch, *a.shape), a.dtype))]
+    return [_map_leaves(dataset.element,
+                        lambda a: Array((batch, *a.shape), a.dtype, per_replica=share))]
 
 
 def feed(dataset: Dataset) -> tuple:

@@ -17,7 +17,7 @@ a :class:`Replicas` value, so ``64 * strategy.num_replicas_in_sync`` stays "64 p
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Optional
 
 from memlint.frontends.keras.values import Unknown, is_unknown
@@ -344,7 +344,7 @@ def get_attribute(obj: Any, attr: str) -> Any:
         if attr == "num_replicas_in_sync":
             return obj.replicas if obj.replicas is not None else Replicas(obj)
         if attr in ("scope", "distribute_datasets_from_function",
-                    "experimental_distribute_dataset"):
+                    "experimental_distribute_dataset", "run"):
             from memlint.frontends.keras.values import BoundMethod
             return BoundMethod(obj, attr)
         return Unknown(f"strategy attribute {attr}")
@@ -372,9 +372,22 @@ def set_item(obj: Any, key: Any, value: Any) -> bool:
 def method(interp, obj: Any, name: str, args: list, kwargs: dict, node) -> Any:
     if isinstance(obj, Strategy) and name == "scope":
         return StrategyScope(obj)
-    if isinstance(obj, Strategy) and name in ("experimental_distribute_dataset",
-                                              "distribute_datasets_from_function"):
+    if isinstance(obj, Strategy) and name == "experimental_distribute_dataset":
+        from memlint.frontends.keras.data import Dataset
+        if args and isinstance(args[0], Dataset):
+            return replace(args[0], distributed=True)
         return args[0] if args else Unknown("a distributed dataset")
+    if isinstance(obj, Strategy) and name == "distribute_datasets_from_function":
+        return args[0] if args else Unknown("a distributed dataset")
+    if isinstance(obj, Strategy) and name == "run":
+        # strategy.run(step, args=(batch,)): each replica runs the step on its share
+        from memlint.frontends.keras.calls import call
+        fn = args[0] if args else kwargs.get("fn")
+        given = kwargs.get("args", args[1] if len(args) > 1 else ())
+        named = kwargs.get("kwargs", args[2] if len(args) > 2 else None) or {}
+        if fn is None or not isinstance(given, (tuple, list)) or not isinstance(named, dict):
+            return Unknown("strategy.run() of a step not known statically")
+        return call(interp, fn, list(given), dict(named), node)
     return Unknown(f"method {name}() of a strategy is not evaluated")
 
 

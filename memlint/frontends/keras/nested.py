@@ -9,6 +9,7 @@ from typing import Any, Optional
 import memlint.layers as registry
 from memlint.frontends.keras.data import fed_input_shape
 from memlint.frontends.keras.order import functional_nodes, functional_order
+from memlint.frontends.keras.training_loops import TRAIN_CALL
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
                                             SequentialModel, TensorOp, Unknown)
 from memlint.ir import Weight, as_shape_list
@@ -303,11 +304,14 @@ def sequential_input(model: SequentialModel, input_override: Optional[tuple]) ->
             shape = model_input_shapes(first.model)
             if shape is not None and not isinstance(shape, list):
                 return shape, f"input of model '{first.name}'"
-    for method in ("train_on_batch", "fit", "predict", "predict_on_batch", "evaluate"):
+    for method in ("train_on_batch", "fit", "predict", "predict_on_batch", "evaluate",
+                   TRAIN_CALL):
         for args, kwargs, loc in model.usage.get(method, []):
             shape = fed_input_shape(args[0] if args else kwargs.get("x"))
             if shape is not None:
-                return shape, f"data passed to {method}() at line {loc.line}"
+                return shape, (f"the batch a training loop calls it on at line {loc.line}"
+                               if method == TRAIN_CALL else
+                               f"data passed to {method}() at line {loc.line}")
     return None, ""
 
 

@@ -140,6 +140,10 @@ def _batch_from_call(setup: TrainingSetup, method: str, args, kwargs, loc,
     else:
         held = ""
     if method.endswith("_on_batch") or method == TRAIN_CALL:
+        if isinstance(rows, int) and arrays and all(a.per_replica for a in arrays):
+            _per_replica(setup, PerReplica(rows), f"the batch each replica's step is called "
+                                                  f"on at line {loc.line}")
+            return
         if isinstance(rows, int):
             setup.batch_size, setup.batch_source = rows, \
                 f"the batch it is called on at line {loc.line}" if method == TRAIN_CALL \

@@ -90,6 +90,9 @@ class Array:
 
     shape: tuple
     dtype: Optional[str] = None
+    # one replica's share of a distributed dataset's batch (``for x in
+    # strategy.experimental_distribute_dataset(ds)`` of ``batch(64 * num_replicas_in_sync)``)
+    per_replica: bool = False
 
 
 @record(eq=False)
