@@ -1441,3 +1441,36 @@ def test_a_gram_matrix_by_tf_linalg_einsum_is_sized():
     assert [(n.name, n.output_shape) for n in graph.layers] == [
         ("conv2d", (None, 30, 30, 8)), ("dense", (None, 8, 2))]
     assert memory.complete, [d.message for d in report.diagnostics]
+
+
+def test_an_output_sized_by_a_lookups_vocabulary_is_sized():
+    # keras.io's OCR for captchas: Dense(len(char_to_num.get_vocabulary()) + 1), the
+    # lookup made from the sorted set of the label characters (the inverse lookup's
+    # vocabulary is that list, its OOV token first)
+    source = ("characters = sorted(set('abcdefghij0123456789'))\n"
+              "char_to_num = layers.StringLookup(vocabulary=list(characters), mask_token=None)\n"
+              "num_to_char = layers.StringLookup(vocabulary=char_to_num.get_vocabulary(),\n"
+              "                                  mask_token=None, invert=True)\n"
+              "masked = layers.StringLookup(vocabulary=characters, mask_token='')\n"
+              "inputs = keras.Input((50, 64))\n"
+              "outputs = layers.Dense(len(char_to_num.get_vocabulary()) + 1)(inputs)\n"
+              "extra = layers.Dense(len(num_to_char.get_vocabulary()))(inputs)\n"
+              "masks = layers.Dense(len(masked.get_vocabulary()))(inputs)\n"
+              "model = keras.Model(inputs, [outputs, extra, masks])\n")
+    report = _report(source)
+    (graph,) = report.models
+    assert [n.output_shape for n in graph.layers[1:]] == [(None, 50, 22), (None, 50, 21),
+                                                          (None, 50, 22)]
+    assert not [d for d in report.diagnostics if d.code == "MEM900"]
+
+
+@pytest.mark.oracle
+def test_a_lookups_vocabulary_matches_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + (
+        "characters = sorted(set('abcdefghij0123456789'))\n"
+        "char_to_num = layers.StringLookup(vocabulary=list(characters), mask_token=None)\n"
+        "masked = layers.StringLookup(vocabulary=characters, mask_token='')\n"
+        "inputs = keras.Input((50, 64))\n"
+        "a = layers.Dense(len(char_to_num.get_vocabulary()) + 1)(inputs)\n"
+        "model = keras.Model(inputs, [a, layers.Dense(len(masked.get_vocabulary()))(inputs)])\n"))

@@ -139,6 +139,10 @@ PURE_SNIPPETS = {
         "    if n == 0 or batch <= 0: return None\n"
         "    return batch * 2\n"
         "r = wrap(5, 16)\n"),
+    # keras.io's OCR models: the characters of their labels as a sorted set
+    "sets": (
+        "characters = sorted(set('abcab0' + 'ba1'))\n"
+        "r = (characters, len(frozenset([3, 1, 3])), sorted(set([2, 1, 2])))\n"),
 }
 
 

@@ -13,6 +13,8 @@ and the other augmentations keep the shape whatever it is.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from memlint.ir import Weight
 from memlint.layers.base import (
     Args,
@@ -571,6 +573,10 @@ def _index_lookup(layer: str, *, tokens_type: tuple, max_tokens, num_oov, mask_t
     config = {"output_mode": mode, "depth": None}
     size = _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token,
                             oov_token, invert, idf_weights, max_tokens)
+    if size is not None:  # what get_vocabulary() returns, special tokens first
+        listed = _listed_vocabulary(vocabulary, mode, num_oov, mask_token, oov_token)
+        if listed is not None:
+            config["vocabulary"] = listed
     if mode == "int":
         return config
     if pad:
@@ -597,6 +603,19 @@ def _index_lookup(layer: str, *, tokens_type: tuple, max_tokens, num_oov, mask_t
         raise UnresolvedArgument("vocabulary", "its length is not known statically; pass a "
                                  "literal list, or max_tokens=N with pad_to_max_tokens=True")
     return config
+
+
+def _listed_vocabulary(vocabulary, mode, num_oov, mask_token, oov_token) -> Optional[tuple]:
+    """``get_vocabulary()`` of a layer given a literal vocabulary of known tokens: the mask
+    token (``int`` mode), the OOV tokens, then the tokens (those special tokens the given
+    list already starts with are not repeated); None where a token is not known."""
+    if any(isinstance(v, Unknown) for v in vocabulary):
+        return None
+    special = [mask_token] * (mask_token is not None and mode == "int") + [oov_token] * num_oov
+    tokens = list(vocabulary)
+    if tokens[:len(special)] == special:
+        tokens = tokens[len(special):]
+    return tuple(special + tokens)
 
 
 def _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token, oov_token,

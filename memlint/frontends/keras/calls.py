@@ -31,7 +31,7 @@ from memlint.ir import OptimizerSpec
 BUILTINS = frozenset({
     "range", "len", "int", "float", "str", "bool", "min", "max", "sum", "abs", "round",
     "list", "tuple", "dict", "print", "zip", "enumerate", "sorted", "reversed", "isinstance",
-    "divmod", "map", "getattr", "any", "all", "chr", "ord", "type",
+    "divmod", "map", "getattr", "any", "all", "chr", "ord", "type", "set", "frozenset",
 })
 
 # Keras 2 functional merge helpers: keras.layers.add([a, b]) -> Add()([a, b])
@@ -184,6 +184,19 @@ def subscript(base: Any, key: Any, failed=None) -> Any:
     if isinstance(base, data.Splits) and isinstance(key, str):  # tfds.load(name)["train"]
         return base.dataset
     return Unknown("subscript of a value not known statically")
+
+
+def _vocabulary(layer: LayerRef, args: list, kwargs: dict) -> Any:
+    """``lookup.get_vocabulary(include_special_tokens=True)`` of a StringLookup,
+    IntegerLookup or TextVectorization given a literal vocabulary (keras.io's OCR models
+    size their output ``len(char_to_num.get_vocabulary()) + 1``)."""
+    listed = layer.instance.config.get("vocabulary")
+    if listed is None:
+        return Unknown(f"the vocabulary of {layer.type} '{layer.name}' is not known "
+                       "statically (adapt() or a file gives it at run time)")
+    if (args[0] if args else kwargs.get("include_special_tokens", True)) is not True:
+        return Unknown("the vocabulary without its special tokens is not evaluated")
+    return list(listed)
 
 
 def _constant_tensor(value: Any) -> bool:
@@ -501,6 +514,8 @@ def call_method(interp, obj: Any, method: str, args: list, kwargs: dict, node) -
         return None
     if isinstance(obj, training_loops.Tape):
         return training_loops.tape_method(interp, obj, method, args, kwargs, node)
+    if isinstance(obj, LayerRef) and method == "get_vocabulary":
+        return _vocabulary(obj, args, kwargs)
     if isinstance(obj, (SequentialModel, FunctionalModel)):
         if method == "stateless_call":  # (trainable, non-trainable, inputs...): a call
             return (call(interp, obj, args[2:], kwargs, node),
@@ -754,7 +769,7 @@ def _linspace(args: list, kwargs: dict) -> Any:
 _HUGE_FIELD = re.compile(r"%[-+ #0]*(\*|\d{5,})|%[-+ #0]*\d*\.(\*|\d{5,})"
                          r"|\{[^{}]*:[^{}]*(\{|\d{5,})")
 _MATERIALISING = {"zip", "enumerate", "reversed", "sorted", "min", "max", "sum", "list",
-                  "tuple", "dict"}
+                  "tuple", "dict", "set", "frozenset"}
 
 
 def safe_format(template: str) -> bool:
@@ -904,11 +919,12 @@ def _builtin(state, name: str, args: list, kwargs: dict):
             return list({"zip": zip, "enumerate": enumerate, "reversed": reversed,
                          "sorted": sorted}[name](*args, **kwargs))
         if name in ("min", "max", "sum", "abs", "round", "int", "float", "str", "bool",
-                    "list", "tuple", "dict", "divmod", "any", "all", "chr", "ord"):
+                    "list", "tuple", "dict", "divmod", "any", "all", "chr", "ord", "set",
+                    "frozenset"):
             fn = {"min": min, "max": max, "sum": sum, "abs": abs, "round": round, "int": int,
                   "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
                   "dict": dict, "divmod": divmod, "any": any, "all": all, "chr": chr,
-                  "ord": ord}[name]
+                  "ord": ord, "set": set, "frozenset": frozenset}[name]
             return fn(*args, **kwargs)
     except Exception:
         return Unknown(f"{name}() failed on these arguments")
