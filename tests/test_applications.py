@@ -193,6 +193,25 @@ def test_model_zoos_are_named_in_a_note():
     assert "keras.applications" in note
 
 
+def test_a_zoo_layer_in_a_sequential_is_named_as_keras_names_it():
+    # TensorFlow Hub's feature extractor as a Sequential's layer: the table and MEM005 said
+    # "? '?': layer not known statically"
+    report = run("""
+        import tensorflow as tf
+        import tensorflow_hub as hub
+        extractor = hub.KerasLayer("https://tfhub.dev/google/model/5", trainable=False)
+        model = tf.keras.Sequential([tf.keras.Input((224, 224, 3)), extractor,
+                                     tf.keras.layers.Dense(5)])
+    """)
+    (graph,) = report.models
+    assert [(n.name, n.type, n.output_shape) for n in graph.layers] == [
+        ("keras_layer", "KerasLayer", None), ("dense", "Dense", None)]
+    notes = messages(report, "MEM900")
+    assert any("tensorflow_hub.KerasLayer()" in n and "keras.applications" in n
+               for n in notes), notes
+    assert not any("?" in n.split(":")[0] for n in messages(report, "MEM005"))
+
+
 @pytest.mark.parametrize("load", ["tf.keras.models.load_model('pretrained.h5')",
                                   "keras.saving.load_model(path)",
                                   "keras.models.model_from_json(text)"])

@@ -97,7 +97,11 @@ def zoo_note(interp, name: str, node) -> Unknown:
               "downloads a preset); it would need the architecture built from Keras layers "
               "in the analysed code, or a keras.applications model")
     interp.state.note_unresolved(interp.location(node), f"{name}()", reason)
-    return Unknown(reason)
+    made = Unknown(reason)
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf[:1].isupper():  # a layer object (hub.KerasLayer): named as Keras names it
+        made.constructed = (leaf, interp.location(node), "a layer of that library")
+    return made
 
 
 @contextmanager
