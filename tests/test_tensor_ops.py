@@ -61,6 +61,11 @@ CASES = [
     ("keras.ops.image.extract_patches", [IMAGES, 3], {"strides": 1, "dilation_rate": 2},
      (None, 28, 28, 27)),
     ("keras.ops.image.extract_patches", [Tensor((32, 32, 3)), 4], {}, (8, 8, 48)),
+    # resized to a fixed size (a Lambda in front of a pretrained backbone)
+    ("keras.ops.image.resize", [IMAGES, (224, 224)], {}, (None, 224, 224, 3)),
+    ("tensorflow.image.resize", [Tensor((None, None, None, 3)), [96, 128]], {},
+     (None, 96, 128, 3)),
+    ("tensorflow.image.resize", [Tensor((32, 32, 3)), (8, 8)], {"method": "area"}, (8, 8, 3)),
     # keras.io's shifted patch tokenization: cropped by half a patch, padded back
     ("keras.ops.image.crop_images", [IMAGES], {"top_cropping": 3, "left_cropping": 3,
                                                "target_height": 29, "target_width": 29},

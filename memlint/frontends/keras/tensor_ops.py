@@ -497,6 +497,25 @@ def _pair(value: Any, name: str) -> tuple:
     raise UnresolvedArgument(name, f"{name} is not an int or a pair of ints known statically")
 
 
+def _resized(args, kwargs, tf: bool) -> tuple:
+    """``keras.ops.image.resize(images, size, ...)`` (channels-last) and
+    ``tf.image.resize(images, size, method, preserve_aspect_ratio=False)``: the spatial
+    axes of a 3-D or 4-D image tensor become ``size``."""
+    if tf and _arg(args, kwargs, 3, "preserve_aspect_ratio", False) is not False:
+        raise UnresolvedArgument("preserve_aspect_ratio", "a size kept to the image's aspect "
+                                 "ratio depends on the image")
+    if not tf and _arg(args, kwargs, 9, "data_format") not in (None, "channels_last"):
+        raise UnresolvedArgument("data_format", "only channels-last images are evaluated")
+    shape = _shape_of(_arg(args, kwargs, 0, "images"))
+    size = _arg(args, kwargs, 1, "size")
+    if not isinstance(size, (list, tuple)) or len(size) != 2 or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in size):
+        raise UnresolvedArgument("size", "size is not (height, width) known statically")
+    if len(shape) not in (3, 4):
+        raise LayerError(f"images of shape {format_shape(shape)}: expected 3 or 4 axes")
+    return shape[:-3] + tuple(size) + shape[-1:]
+
+
 def _cropped_or_padded(args, kwargs, pad: bool) -> tuple:
     """``keras.ops.image.crop_images`` / ``pad_images(images, top_..., left_...,
     bottom_..., right_..., target_height=None, target_width=None)`` (channels-last): the
@@ -736,6 +755,8 @@ for _tf_name, _stem in (("reduce_mean", "mean"), ("reduce_sum", "sum"), ("reduce
 OPERATIONS["tensorflow.concat"] = ("concatenate", _concatenate)
 OPERATIONS["keras.ops.image.extract_patches"] = ("extract_patches", _extract_patches)
 OPERATIONS["tensorflow.image.extract_patches"] = ("extract_patches", _tf_extract_patches)
+OPERATIONS["keras.ops.image.resize"] = ("resize", lambda a, k: _resized(a, k, tf=False))
+OPERATIONS["tensorflow.image.resize"] = ("resize", lambda a, k: _resized(a, k, tf=True))
 OPERATIONS["keras.ops.image.crop_images"] = (
     "crop_images", lambda a, k: _cropped_or_padded(a, k, pad=False))
 OPERATIONS["keras.ops.image.pad_images"] = (
