@@ -1,5 +1,7 @@
 """Functions defined in the analysed file are inlined by the Keras frontend."""
 
+import pytest
+
 from memlint.frontends.keras import analyze_source
 
 
@@ -258,3 +260,36 @@ def test_a_lambda_with_a_callable_output_shape_is_traced_quietly():
     assert graph.layers[1].output_shapes == [(None, 6)]
     assert "work" not in graph.layers[1].config
     assert not result.diagnostics, [d.message for d in result.diagnostics]
+
+
+SEQUENTIAL_LAMBDAS = (
+    "import tensorflow as tf\n"
+    "import keras\n"
+    "from keras import layers\n"
+    "resized = keras.Sequential([keras.Input((None, None, 3)),\n"
+    "                            layers.Lambda(lambda x: tf.image.resize(x, (64, 64))),\n"
+    "                            layers.Conv2D(8, 3)])\n"
+    "model = keras.Sequential([keras.Input((32, 32, 3)), layers.Lambda(lambda x: x / 255.0),\n"
+    "                          layers.Conv2D(8, 3), layers.Flatten(), layers.Dense(2)])\n"
+)
+
+
+def test_a_sequentials_lambda_functions_are_traced():
+    # a Lambda in a Sequential was never traced (functional calls were): "a Lambda's output
+    # shape is not known without running its function", even for x / 255.0 on a known input
+    from memlint.analysis import analyze_text
+    from memlint.config import Settings
+    report = analyze_text(SEQUENTIAL_LAMBDAS, "m.py", Settings())
+    resized, model = report.models
+    assert [n.output_shape for n in resized.layers] == [(None, 64, 64, 3), (None, 62, 62, 8)]
+    assert [n.output_shape for n in model.layers] == [
+        (None, 32, 32, 3), (None, 30, 30, 8), (None, 7200), (None, 2)]
+    assert model.layers[0].config.get("work") == "elementwise"
+    assert not [d.message for d in report.diagnostics if "Lambda" in d.message]
+
+
+@pytest.mark.oracle
+def test_a_sequentials_lambda_functions_match_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, SEQUENTIAL_LAMBDAS)
+    model_matches_keras(tmp_path, SEQUENTIAL_LAMBDAS, "resized")

@@ -237,7 +237,7 @@ def get_attribute(obj: Any, attr: str) -> Any:
         return tracked_layers(obj)
     fn = obj.cls.methods.get(attr)
     if fn is not None and attr in obj.cls.properties:
-        return run_method(obj.interp, obj, fn, [], {}, _LocNode(obj.location))
+        return run_method(obj.interp, obj, fn, [], {}, LocationNode(obj.location))
     if fn is not None:
         return ObjMethod(obj, attr, fn)
     if attr in obj.cls.attrs:
@@ -652,7 +652,7 @@ def output_for(layer: ClassLayer, shapes: Any, node_loc: Location) -> Any:
     """Build (first call) and trace ``call`` on ``shapes``; the output shape(s)."""
     obj = layer.obj
     interp = obj.interp
-    node = _LocNode(node_loc)
+    node = LocationNode(node_loc)
     if obj.cls.kind == "model" and obj.input_shape is None:
         obj.input_shape, obj.input_source = shapes, f"its first call at line {node_loc.line}"
     if obj.cls.registry_base is not None:
@@ -784,7 +784,7 @@ def _shape_of(out: Any, obj: ClassObject) -> Any:
     raise ClassUnresolved(f"{obj.cls.name}.call(): {reason}")
 
 
-class _LocNode:
+class LocationNode:
     """Stands for a call site when tracing outside the statement being evaluated."""
 
     def __init__(self, loc: Location):
@@ -974,7 +974,7 @@ class WrappedInner:
         if given is None:
             raise LayerError(f"{obj.cls.name} '{obj.name}' has no compute_output_shape(), "
                              "which TimeDistributed needs (Keras raises NotImplementedError)")
-        node = _LocNode(obj.location)
+        node = LocationNode(obj.location)
         _build_once(obj, shape, node)
         declared = run_method(obj.interp, obj, given, [_shape_arg(shape)], {}, node)
         if not _is_shape(declared):

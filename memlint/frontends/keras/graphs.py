@@ -15,8 +15,9 @@ from memlint.frontends.keras.nested import (inbound_shapes, layer_weights, model
                                             nested_activation_shapes, rerun_functional,
                                             sequential_input, sequential_step)
 from memlint.frontends.keras.order import functional_order
-from memlint.frontends.keras.values import (INPUT_SHAPE_UNKNOWN, FunctionalModel, ModelLayer,
-                                            OpaqueLayer, SequentialModel, Tensor, TensorOp)
+from memlint.frontends.keras.values import (INPUT_SHAPE_UNKNOWN, FunctionalModel, LayerRef,
+                                            ModelLayer, OpaqueLayer, SequentialModel, Tensor,
+                                            TensorOp)
 from memlint.ir import LayerNode, ModelGraph, ModelNode
 from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
@@ -49,6 +50,8 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
         tensor = Tensor(tuple(shape), None)
     calls = []
     for layer in model.layers:
+        if isinstance(layer, LayerRef) and layer.callables and state.trace_lambda is not None:
+            state.trace_lambda(layer, tensor)  # Keras traces a Lambda's function here too
         tensor = apply(state, layer, tensor, layer.location)
         calls.append((layer, len(layer.calls) - 1))
     graph.layers = [_node(layer, [index]) for layer, index in calls]

@@ -158,7 +158,7 @@ def _lambda_callables(args: list, kwargs: dict) -> dict:
     return out
 
 
-def _resolve_lambda(interp, layer: LayerRef, inputs: Any, node) -> None:
+def resolve_lambda(interp, layer: LayerRef, inputs: Any, node) -> None:
     """A Lambda whose shape comes from a function: Keras 3 calls a callable ``output_shape``
     on the input shape (batch included), or else traces the function on the inputs; the
     interpreter does the same, and the layer's config gets the shape for this call."""
@@ -491,7 +491,7 @@ def call_layer(interp, layer, args: list, kwargs: dict, node) -> Any:
     parents = _producers(list(args)) + _producers([kwargs[k] for k in sorted(kwargs)])
     options = {k: v for k, v in kwargs.items() if k in _CALL_OPTIONS}
     if isinstance(layer, LayerRef) and layer.callables:
-        _resolve_lambda(interp, layer, inputs, node)
+        resolve_lambda(interp, layer, inputs, node)
     if isinstance(layer, LayerRef) and layer.type == "Concatenate" and \
             batches.along_batch_axis(layer.instance.config.get("axis"), inputs):
         return _concatenate_batches(interp, layer, inputs, parents, node)
