@@ -271,6 +271,9 @@ SEQUENTIAL_LAMBDAS = (
     "                            layers.Conv2D(8, 3)])\n"
     "model = keras.Sequential([keras.Input((32, 32, 3)), layers.Lambda(lambda x: x / 255.0),\n"
     "                          layers.Conv2D(8, 3), layers.Flatten(), layers.Dense(2)])\n"
+    "scale = keras.Sequential([layers.Lambda(lambda x: x * 2.0), layers.Conv2D(4, 3)])\n"
+    "inputs = keras.Input((16, 16, 3))\n"
+    "outer = keras.Model(inputs, layers.Dense(2)(layers.Flatten()(scale(inputs))))\n"
 )
 
 
@@ -280,7 +283,9 @@ def test_a_sequentials_lambda_functions_are_traced():
     from memlint.analysis import analyze_text
     from memlint.config import Settings
     report = analyze_text(SEQUENTIAL_LAMBDAS, "m.py", Settings())
-    resized, model = report.models
+    resized, model, outer = report.models
+    # one with no Input, run as another model's layer, is built on that call
+    assert outer.layers[1].output_shape == (None, 14, 14, 4) and outer.params == 112 + 1570
     assert [n.output_shape for n in resized.layers] == [(None, 64, 64, 3), (None, 62, 62, 8)]
     assert [n.output_shape for n in model.layers] == [
         (None, 32, 32, 3), (None, 30, 30, 8), (None, 7200), (None, 2)]
@@ -293,3 +298,4 @@ def test_a_sequentials_lambda_functions_match_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, SEQUENTIAL_LAMBDAS)
     model_matches_keras(tmp_path, SEQUENTIAL_LAMBDAS, "resized")
+    model_matches_keras(tmp_path, SEQUENTIAL_LAMBDAS, "outer")

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from memlint.frontends.keras.classes import LocationNode, UserClass
+from memlint.frontends.keras.classes import UserClass
 from memlint.frontends.keras.compiled import as_compiled
 from memlint.frontends.keras.held import is_reported, mark_parts, name_held_models
 from memlint.frontends.keras.entry import (EntryError, factories, needs_arguments,
@@ -27,7 +27,6 @@ from memlint.frontends.keras.interpreter import Interpreter
 from memlint.frontends.keras import training_loops
 from memlint.frontends.keras.plain_objects import PlainClass
 from memlint.frontends.keras.graphs import aligned_data_shapes, sized_graph, to_graph
-from memlint.frontends.keras.models import resolve_lambda
 from memlint.frontends.keras.setup import apply_strategy, training_setup
 from memlint.frontends.keras.source_limits import MAX_TOKENS, measure
 from memlint.frontends.keras.state import FileState
@@ -191,8 +190,6 @@ def _analyze(source: str, path: str, state: FileState, input_shape, roots=(),
         return FrontendResult(diagnostics=state.diagnostics)
     work["parsed"] = 1
     interpreter = Interpreter(module, state, roots, slicing=True)
-    state.trace_lambda = lambda layer, tensor: resolve_lambda(
-        interpreter, layer, tensor, LocationNode(layer.location))
     interpreter.autograd = training_loops.runs_autograd(source, module)
     if entry is not None:
         # --entry calls the file's function as code that imports the file would: the

@@ -50,8 +50,8 @@ def _sequential_graph(state, model: SequentialModel, input_override) -> ModelGra
         tensor = Tensor(tuple(shape), None)
     calls = []
     for layer in model.layers:
-        if isinstance(layer, LayerRef) and layer.callables and state.trace_lambda is not None:
-            state.trace_lambda(layer, tensor)  # Keras traces a Lambda's function here too
+        if isinstance(layer, LayerRef) and layer.trace is not None:
+            layer.trace(tensor)  # a Lambda's function: Keras runs it when it builds the model
         tensor = apply(state, layer, tensor, layer.location)
         calls.append((layer, len(layer.calls) - 1))
     graph.layers = [_node(layer, [index]) for layer, index in calls]

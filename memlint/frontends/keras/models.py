@@ -100,6 +100,9 @@ def create_layer(interp, type_name: str, args: list, kwargs: dict, node):
     ref.dtype_policy = (state.dtype_policy, state.dtype_source)
     if kind.class_name == "Lambda":
         ref.callables = _lambda_callables(args, kwargs)
+        if ref.callables:
+            ref.trace = lambda tensor: resolve_lambda(interp, ref, tensor,
+                                                      classes.LocationNode(loc))
     return ref
 
 

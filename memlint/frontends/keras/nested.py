@@ -11,7 +11,7 @@ from memlint.frontends.keras.data import fed_input_shape
 from memlint.frontends.keras.order import functional_nodes, functional_order
 from memlint.frontends.keras.training_loops import TRAIN_CALL
 from memlint.frontends.keras.values import (Array, FunctionalModel, LayerRef, ModelLayer,
-                                            SequentialModel, TensorOp, Unknown)
+                                            SequentialModel, Tensor, TensorOp, Unknown)
 from memlint.ir import Weight, as_shape_list
 from memlint.layers.base import LayerError, UnresolvedArgument, format_shape
 
@@ -171,6 +171,8 @@ def sequential_step(layer, shape, depth: int = 0, trace: bool = False) -> Any:
     if isinstance(layer, ModelLayer):
         return nested_output(layer.model, shape, depth + 1)
     if isinstance(layer, LayerRef):
+        if layer.trace is not None:  # a Lambda's function, run on this shape
+            layer.trace(Tensor(tuple(shape)))
         out, weights = registry.call(replace(layer.instance, trainable=True), shape)
         if layer.weights is None:
             layer.weights = list(layer.init_weights) + list(weights)
@@ -179,7 +181,6 @@ def sequential_step(layer, shape, depth: int = 0, trace: bool = False) -> Any:
         # a layer class of the file in a Sequential first called here (no Input of its
         # own): Keras builds and runs it on this shape, so its call() is traced now
         from memlint.frontends.keras.models import apply
-        from memlint.frontends.keras.values import Tensor
         apply(layer.obj.interp.state, layer, Tensor(tuple(shape)), layer.location)
     if getattr(layer, "obj", None) is not None and layer.calls:  # ClassLayer
         if layer.calls[0].output_shape is None:

@@ -68,9 +68,6 @@ class FileState:
     # optimizers whose apply_gradients() the code calls (a custom training loop), with where
     applied_optimizers: list = field(default_factory=list)
     applied_values: list = field(default_factory=list)  # what they apply gradients to
-    # traces a Lambda's function of the file on a tensor (the interpreter's
-    # models.resolve_lambda): a Sequential's layers are run after the code has
-    trace_lambda: Optional[Any] = None
     # keras.distribution.set_distribution(...): (strategy, number of models made before it)
     distribution: Optional[tuple] = None
     # places inside traced code that may have called a layer memlint did not see (a loop

@@ -114,6 +114,9 @@ class LayerRef:
     # functions given to the layer that decide its shape (Lambda's function and callable
     # output_shape), evaluated on each call's input by the interpreter
     callables: dict = field(default_factory=dict)
+    # runs those functions on a Tensor (models.resolve_lambda, bound to the interpreter):
+    # a Sequential's layers are run after the code that made them
+    trace: Optional[Any] = None
     # weights the __init__ of a file's subclass of a registry layer makes itself
     # (``self.tau = keras.Variable(...)``, ``self.add_weight``), before its parent's
     init_weights: list = field(default_factory=list)
