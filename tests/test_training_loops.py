@@ -567,3 +567,21 @@ def test_a_distributed_loop_trains_each_replica_on_its_share_of_the_batch():
     plain = DISTRIBUTED.replace("    for x in dist_dataset:", "    for x in dataset:")
     setup, _ = _memory(plain)
     assert setup.batch_size is None
+
+
+def test_a_loss_scale_optimizer_is_the_optimizer_it_wraps():
+    # TensorFlow's mixed precision guide: LossScaleOptimizer(RMSprop()) applied in a loop
+    # was not taken for an optimizer (Adam assumed: two slots a weight, not one); Keras 3's
+    # keras.optimizers.LossScaleOptimizer was taken for one named "lossscaleoptimizer"
+    wrapped = LOOP.replace(
+        "optimizer = keras.optimizers.SGD(learning_rate=1e-3, momentum=0.9)",
+        "optimizer = tf.keras.mixed_precision.LossScaleOptimizer(keras.optimizers.RMSprop())")
+    setup, _ = _setup(wrapped)
+    assert setup.optimizer.name == "rmsprop" and "apply_gradients()" in setup.optimizer.source
+    compiled = ("import numpy as np\nimport keras\n"
+                "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])\n"
+                "opt = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(momentum=0.9))\n"
+                "model.compile(optimizer=opt, loss='mse')\n"
+                "model.fit(np.zeros((8, 4)), np.zeros((8, 2)))\n")
+    setup, _ = _setup(compiled)
+    assert (setup.optimizer.name, setup.optimizer.options) == ("sgd", {"momentum": 0.9})

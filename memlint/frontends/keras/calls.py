@@ -350,6 +350,15 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return models.call_layer(interp, layer, [inputs], {}, node)
     if name == "keras.layers.merge":
         return _keras1_merge(interp, args, kwargs, node)
+    if short == "LossScaleOptimizer" and name.startswith("keras."):
+        # (mixed precision's wrapper: the optimizer it wraps keeps the slots; the loss scale
+        # is the policy's, memory.optimizers)
+        inner = args[0] if args else kwargs.get("inner_optimizer", kwargs.get("optimizer"))
+        if isinstance(inner, Optimizer):
+            return inner
+        if isinstance(inner, str):
+            return Optimizer(optimizer_spec(inner, [], {}, "optimizer object"))
+        return Unknown("the optimizer a LossScaleOptimizer wraps is not known statically")
     if name.startswith("tensorflow_addons.optimizers.") and short.lower() in TFA_OPTIMIZERS:
         return Optimizer(optimizer_spec(short, args, kwargs, "optimizer object"))
     if name.startswith("keras.optimizers.") and (
