@@ -289,6 +289,15 @@ def test_extract_patches_with_unknown_sizes_or_channels_first_is_unresolved():
                         {"strides": [1, 6, 6, 1]})
 
 
+def test_a_resize_of_channels_first_images_is_unresolved():
+    # data_format is resize's ninth argument (images, size, interpolation, antialias,
+    # crop_to_aspect_ratio, pad_to_aspect_ratio, fill_mode, fill_value, data_format)
+    args = [IMAGES, (8, 8), "bilinear", False, False, False, "constant", 0.0]
+    assert operation_shape("keras.ops.image.resize", args, {})[1] == (None, 8, 8, 3)
+    with pytest.raises(UnresolvedArgument):
+        operation_shape("keras.ops.image.resize", args + ["channels_first"], {})
+
+
 def test_unknown_arguments_are_unresolved():
     with pytest.raises(UnresolvedArgument):
         operation_shape("keras.ops.reshape", [X, "not a shape"], {})

@@ -504,7 +504,7 @@ def _resized(args, kwargs, tf: bool) -> tuple:
     if tf and _arg(args, kwargs, 3, "preserve_aspect_ratio", False) is not False:
         raise UnresolvedArgument("preserve_aspect_ratio", "a size kept to the image's aspect "
                                  "ratio depends on the image")
-    if not tf and _arg(args, kwargs, 9, "data_format") not in (None, "channels_last"):
+    if not tf and _arg(args, kwargs, 8, "data_format") not in (None, "channels_last"):
         raise UnresolvedArgument("data_format", "only channels-last images are evaluated")
     shape = _shape_of(_arg(args, kwargs, 0, "images"))
     size = _arg(args, kwargs, 1, "size")
