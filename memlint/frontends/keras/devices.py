@@ -13,6 +13,8 @@ Strategies (:class:`Strategy`): ``tf.distribute.MirroredStrategy`` (``devices=``
 Keras 3's ``keras.distribution.DataParallel`` / ``ModelParallel`` with ``DeviceMesh`` and
 ``LayoutMap``.  ``strategy.num_replicas_in_sync`` is the replica count when it is known, else
 a :class:`Replicas` value, so ``64 * strategy.num_replicas_in_sync`` stays "64 per replica".
+``strategy.run(step, args=...)`` runs the step, and ``experimental_distribute_dataset(ds)``
+is ``ds`` marked distributed: a loop over it sees one replica's share of each batch.
 """
 
 from __future__ import annotations
