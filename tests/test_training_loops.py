@@ -585,3 +585,37 @@ def test_a_loss_scale_optimizer_is_the_optimizer_it_wraps():
                 "model.fit(np.zeros((8, 4)), np.zeros((8, 2)))\n")
     setup, _ = _setup(compiled)
     assert (setup.optimizer.name, setup.optimizer.options) == ("sgd", {"momentum": 0.9})
+
+
+MODULE_STEP = '''
+import numpy as np
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.Input((32, 32, 3)), tf.keras.layers.Conv2D(8, 3),
+                             tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)])
+opt = tf.keras.optimizers.SGD()
+
+class Trainer(tf.Module):
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    @tf.function
+    def __call__(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self.model(x, training=True) - y))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        return loss
+
+step = Trainer(model, opt)
+for epoch in range(3):
+    step(np.zeros((24, 32, 32, 3), "float32"), np.zeros((24, 10), "float32"))
+'''
+
+
+def test_a_step_kept_in_a_tf_module_runs_when_the_object_is_called():
+    # a tf.Module subclass was no class memlint evaluated, and calling its object ran
+    # nothing: Keras's default batch and Adam were assumed
+    setup, _ = _setup(MODULE_STEP)
+    assert (setup.mode, setup.batch_size, setup.optimizer.name) == ("train", 24, "sgd")

@@ -255,6 +255,9 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         return plain_objects.construct(interp, func, args, kwargs, node)
     if isinstance(func, plain_objects.PlainMethod):
         return interp.call_function(func.fn, [func.obj, *args], kwargs, node)
+    if isinstance(func, plain_objects.PlainObject) and "__call__" in func.cls.methods:
+        # an object of the file called: its __call__ (a tf.Module's step, DeepDream's)
+        return interp.call_function(func.cls.methods["__call__"], [func, *args], kwargs, node)
     if isinstance(func, classes.UserClass):
         return classes.construct(interp, func, args, kwargs, node)
     if isinstance(func, classes.ObjMethod):

@@ -69,15 +69,22 @@ _DATA_BASES = {"keras.utils.PyDataset": "PyDataset", "keras.utils.Sequence": "Se
                "torch.utils.data.Dataset": "torch", "torch.utils.data.dataset.Dataset": "torch"}
 
 
+# library bases that add nothing memlint sizes: objects of the file's subclasses are plain
+_PLAIN_BASES = frozenset({"tensorflow.Module"})
+
+
 def define_plain_class(interp, stmt: cst.ClassDef) -> Optional[PlainClass]:
-    """The :class:`PlainClass` for a class with no base, ``object`` or another plain class of
-    the file as its base; None for anything else (NamedTuple, Enum, library classes)."""
+    """The :class:`PlainClass` for a class with no base, ``object``, ``tf.Module`` or another
+    plain class of the file as its base; None for anything else (NamedTuple, Enum, library
+    classes)."""
     inherited: list = []
     data_kind = None
     for arg in stmt.bases:
         if isinstance(arg.value, cst.Name) and arg.value.value == "object":
             continue
         base = interp.eval(arg.value)
+        if isinstance(base, Ref) and base.name in _PLAIN_BASES:
+            continue  # tf.Module: a plain object with a __call__ (a training step's holder)
         if isinstance(base, Ref) and base.name in _DATA_BASES:
             data_kind = _DATA_BASES[base.name]  # keras.utils.PyDataset / Sequence
             continue
