@@ -1,9 +1,10 @@
 """Plain Python objects that model code keeps its configuration and builders in.
 
 * classes of the analysed file that derive from nothing Keras knows (``class Config:``,
-  ``@dataclass class Config``, ``class Builder: def build(self): ...``): instances with
-  attributes, ``__init__`` run as written (dataclasses get theirs from the annotated fields),
-  methods inlined with ``self`` bound, class attributes;
+  ``@dataclass class Config``, ``class Builder: def build(self): ...``, a ``tf.Module`` that
+  holds a training step): instances with attributes, ``__init__`` run as written
+  (dataclasses get theirs from the annotated fields), methods inlined with ``self`` bound,
+  ``obj(...)`` running ``__call__``, class attributes;
 * ``types.SimpleNamespace(**values)``;
 * ``argparse``: a parser remembers each ``add_argument`` default, and ``parse_args()`` gives
   those defaults, as a run without command-line arguments would (noted once per parser).
