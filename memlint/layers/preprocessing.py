@@ -611,11 +611,20 @@ def _listed_vocabulary(vocabulary, mode, num_oov, mask_token, oov_token) -> Opti
     list already starts with are not repeated); None where a token is not known."""
     if any(isinstance(v, Unknown) for v in vocabulary):
         return None
-    special = [mask_token] * (mask_token is not None and mode == "int") + [oov_token] * num_oov
-    tokens = list(vocabulary)
-    if tokens[:len(special)] == special:
-        tokens = tokens[len(special):]
+    special, tokens = _special_and_tokens(list(vocabulary), mode, num_oov, mask_token,
+                                          oov_token)
     return tuple(special + tokens)
+
+
+def _special_and_tokens(vocabulary: list, mode, num_oov, mask_token, oov_token) -> tuple:
+    """(the special tokens Keras puts first: the mask token in ``int`` mode, then the OOV
+    tokens; the vocabulary's tokens after them, the special tokens the list starts with
+    left out)."""
+    special = [mask_token] * (mask_token is not None and mode == "int") + [oov_token] * num_oov
+    head = vocabulary[:len(special)]
+    found = len(head) == len(special) and all(
+        not isinstance(a, Unknown) and a == b for a, b in zip(head, special))
+    return special, vocabulary[len(special):] if found else vocabulary
 
 
 def _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token, oov_token,
@@ -639,13 +648,7 @@ def _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token, 
         if not isinstance(token, tokens_type):
             raise LayerError(f"{layer} vocabulary holds {token!r}, not of the vocabulary "
                              "dtype")
-    oov_start = 1 if mask_token is not None and mode == "int" else 0
-    token_start = oov_start + num_oov
-    special = [mask_token] * oov_start + [oov_token] * num_oov
-    head = vocabulary[:token_start]
-    found = len(head) == len(special) and all(
-        not isinstance(a, Unknown) and a == b for a, b in zip(head, special))
-    tokens = vocabulary[token_start:] if found else vocabulary
+    special, tokens = _special_and_tokens(vocabulary, mode, num_oov, mask_token, oov_token)
     plain = [t for t in tokens if not isinstance(t, Unknown)]
     if len(set(plain)) != len(plain):
         raise LayerError(f"{layer} vocabulary has repeated tokens")
@@ -655,7 +658,7 @@ def _vocabulary_size(layer, tokens_type, vocabulary, mode, num_oov, mask_token, 
     if invert and oov_token is not None and oov_token in plain:
         raise LayerError(f"{layer} vocabulary holds the OOV token {oov_token!r} after the "
                          "special tokens")
-    size = token_start + len(tokens)
+    size = len(special) + len(tokens)
     if max_tokens is not None and size > max_tokens:
         raise LayerError(f"{layer} vocabulary size {size} exceeds max_tokens={max_tokens}")
     if mode == "tf_idf" and isinstance(idf_weights, (list, tuple)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -199,11 +199,20 @@ def _vocabulary(layer: LayerRef, args: list, kwargs: dict) -> Any:
     return list(listed)
 
 
-def _constant_tensor(value: Any) -> bool:
-    """A tensor of values no layer made (``tf.Variable(tf.zeros((1, 224, 224, 3)))``), of
-    a known shape."""
-    return isinstance(value, Tensor) and value.producer is None and value.shape is not None \
-        and bool(value.shape) and None not in value.shape
+def _data_called_on(interp, func: Any, args: list, kwargs: dict) -> Optional[Array]:
+    """The data a layer or model is called on, where it is data: an array, or for a model
+    a training step takes, a tensor of values no layer made of a known shape (a style
+    transfer's ``tf.Variable(tf.zeros((1, 224, 224, 3)))``); None otherwise."""
+    if not args or not isinstance(func, (LayerRef, SequentialModel, FunctionalModel)):
+        return None
+    value = args[0]
+    if isinstance(value, Array):
+        return value
+    if isinstance(value, Tensor) and value.producer is None and value.shape \
+            and None not in value.shape and not isinstance(func, LayerRef) \
+            and training_loops.trains(interp, kwargs):
+        return Array(tuple(value.shape), "float32")
+    return None
 
 
 # ---------------------------------------------------------------------- calls
@@ -224,21 +233,16 @@ def call(interp, func: Any, args: list, kwargs: dict, node) -> Any:
         # a training loop's step on data memlint cannot size (a reinforcement-learning
         # agent's state from its environment): its batch is not known, not Keras's default
         training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)
-    if isinstance(func, (SequentialModel, FunctionalModel)) and args \
-            and _constant_tensor(args[0]) and training_loops.trains(interp, kwargs):
-        # a training step on a tensor of values (a style transfer's tf.Variable image)
-        batch = Array(tuple(args[0].shape), "float32")
-        training_loops.record_call(interp, func.usage, args, kwargs, node, func.name, batch)
-        return data.apply_to_data(func, batch)
-    if isinstance(func, (LayerRef, SequentialModel, FunctionalModel)) and args \
-            and isinstance(args[0], Array):  # preprocessing data: ``ds.map(augment)``
+    batch = _data_called_on(interp, func, args, kwargs)
+    if batch is not None:  # preprocessing data (``ds.map(augment)``), or a training step
         if isinstance(func, (SequentialModel, FunctionalModel)) and \
                 training_loops.trains(interp, kwargs):  # a custom training loop's step
-            training_loops.record_call(interp, func.usage, args, kwargs, node, func.name)
+            training_loops.record_call(interp, func.usage, args, kwargs, node, func.name,
+                                       batch)
         elif isinstance(func, (SequentialModel, FunctionalModel)) and \
                 interp.dataset_map is not None:
             func.mapped_by.append(interp.dataset_map)
-        return data.apply_to_data(func, args[0])
+        return data.apply_to_data(func, batch)
     if isinstance(func, (LayerRef, OpaqueLayer)):
         return models.call_layer(interp, func, args, kwargs, node)
     if isinstance(func, UserFunction):

@@ -19,8 +19,8 @@ from memlint.frontends.keras.values import (INPUT_SHAPE_UNKNOWN, Array, Batches,
                                             ModelLayer, OpaqueLayer, Partial, SequentialModel,
                                             Tensor, TensorOp, Unknown, UserFunction,
                                             flatten_structure, is_unknown)
-from memlint.frontends.keras.nested import (model_as_layer, model_input_shapes, model_layers,
-                                            nested_output, sequential_input,
+from memlint.frontends.keras.nested import (built_weights, model_as_layer, model_input_shapes,
+                                            model_layers, nested_output, sequential_input,
                                             sequential_step)
 from memlint.ir import Location, as_shape_list
 from memlint.layers.base import Args, LayerError, LayerInstance, UnresolvedArgument, format_shape
@@ -602,7 +602,7 @@ def apply(state, layer, inputs: Any, loc: Location, parents: Optional[list] = No
     if options:
         out = _with_call_options(layer, shapes, out, options)
     if layer.weights is None:
-        layer.weights = list(layer.init_weights) + list(weights)
+        layer.weights = built_weights(layer, weights)
         for stem in _BUILD_SUBLAYER_NAMES.get(layer.type, ()):
             state.unique_name(stem)
     saved = layer.instance.kind.saved_tensors(layer.instance.config, shapes)

@@ -175,7 +175,7 @@ def sequential_step(layer, shape, depth: int = 0, trace: bool = False) -> Any:
             layer.trace(Tensor(tuple(shape)))
         out, weights = registry.call(replace(layer.instance, trainable=True), shape)
         if layer.weights is None:
-            layer.weights = list(layer.init_weights) + list(weights)
+            layer.weights = built_weights(layer, weights)
         return out
     if trace and getattr(layer, "obj", None) is not None and not layer.calls:
         # a layer class of the file in a Sequential first called here (no Input of its
@@ -246,6 +246,12 @@ def model_weights(model, depth: int = 0) -> list:
             from memlint.frontends.keras.classes import class_weights
             weights.extend(class_weights(layer.obj))
     return weights
+
+
+def built_weights(layer: LayerRef, weights: list) -> list:
+    """A layer's weights once its first call has built it: those its class's ``__init__``
+    made (a subclass of a registry layer), then the ones its kind builds."""
+    return list(layer.init_weights) + list(weights)
 
 
 def layer_weights(layer) -> list:

@@ -527,11 +527,12 @@ def _cropped_or_padded(args, kwargs, pad: bool) -> tuple:
         raise LayerError(f"images of shape {format_shape(shape)}: expected 3 or 4 axes")
     word = "padding" if pad else "cropping"
     out = list(shape)
-    for axis, (first, last, target) in zip((-3, -2), (("top", "bottom", "target_height"),
-                                                        ("left", "right", "target_width"))):
-        a = _arg(args, kwargs, 1 if first == "top" else 2, f"{first}_{word}")
-        b = _arg(args, kwargs, 3 if last == "bottom" else 4, f"{last}_{word}")
-        size = _arg(args, kwargs, 5 if target == "target_height" else 6, target)
+    # (axis, then each argument's position and name)
+    for axis, first, last, target in ((-3, (1, "top"), (3, "bottom"), (5, "target_height")),
+                                      (-2, (2, "left"), (4, "right"), (6, "target_width"))):
+        a = _arg(args, kwargs, first[0], f"{first[1]}_{word}")
+        b = _arg(args, kwargs, last[0], f"{last[1]}_{word}")
+        size = _arg(args, kwargs, *target)
         values = [v for v in (a, b, size) if v is not None]
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise UnresolvedArgument(word, f"the {word} is not known statically")

@@ -341,12 +341,10 @@ class _Walker:
             if not name or name in result.non_tensors:
                 continue
             shape = tensors[name].shape
-            if reads_unknown:
+            if reads_unknown or not known(shape):
                 result.tainted.add(name)
-            if not known(shape):
-                result.tainted.add(name)
-                if reads_unknown:
-                    result.inherited.add(name)
+            if reads_unknown and not known(shape):
+                result.inherited.add(name)
             if shape is None:
                 why = ("no shape inference for operator "
                        f"{node.domain + '.' if node.domain else ''}{node.op_type}"
