@@ -103,7 +103,7 @@ def test_a_loop_over_an_unknown_iterable_leaves_what_it_builds_unknown():
         result, mem005 = _skipped_loop(body)
         assert mem005, (body, [(d.code, d.message) for d in result.diagnostics])
         [note] = [d for d in result.diagnostics if d.message.startswith("for loop")]
-        assert "its body is skipped" in note.message
+        assert "its body is read once, for what it calls" in note.message
     _, mem005 = _skipped_loop(
         "model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])\n"
         "for path in open('files.txt'):\n"
@@ -121,7 +121,8 @@ def test_a_while_loop_on_an_unknown_condition_leaves_what_it_builds_unknown():
         "model.add(layers.Dense(2))\n")
     assert mem005, [(d.code, d.message) for d in result.diagnostics]
     [note] = [d for d in result.diagnostics if d.message.startswith("while condition")]
-    assert note.message.endswith("the loop stopped there, and n is unknown after it")
+    assert note.message.endswith("its body is read once, for what it calls, and n is unknown "
+                                 "after it")
     assert any("its condition is not known statically" in d.message
                for d in result.diagnostics)
 
@@ -155,7 +156,7 @@ model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
 """, "m.py")
     notes = [d.message for d in result.diagnostics if d.message.startswith("for loop")]
     assert notes == ["for loop: the loop's iterable is not known statically; its body is "
-                     "skipped, and labels, pairs are unknown after it"], notes
+                     "read once, for what it calls, and labels, pairs are unknown after it"], notes
 
 
 def test_a_model_run_only_in_a_skipped_loop_is_estimated_for_that_use():
@@ -202,3 +203,19 @@ for epoch in range(int(sys.argv[1])):
     assert (graph.setup.mode, graph.setup.batch_size) == ("train", 64)
     assert graph.setup.mode_source == "fit() at line 11"
     assert not [d for d in result.diagnostics if "line 11" in d.message], result.diagnostics
+
+
+def test_a_loop_over_an_unknown_iterable_that_returns_is_still_skipped():
+    # a body that returns may not run at all: reading it once would decide the function's
+    # result
+    result = analyze_source(HEADER + """
+import json
+def first_size(sizes):
+    for s in sizes:
+        return s
+    return 4
+model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
+n = first_size(json.load(open('c.json')))
+""", "m.py")
+    notes = [d.message for d in result.diagnostics if d.message.startswith("for loop")]
+    assert notes and all("its body is skipped" in n for n in notes), notes

@@ -108,12 +108,27 @@ model = MLP()''')
     assert report.models[0].params == 784 * 64 + 64 + 64 * 10 + 10
 
 
-def test_dataset_of_unknown_batch_size_leaves_the_loop_unknown():
+def test_dataset_of_unknown_batch_size_leaves_the_batch_unknown():
+    # the loop's body still trains the model (it was skipped: Keras's default batch of 32
+    # was assumed, with a verdict); the batch is not known, and the user is asked for it
     source = LOOP.replace(".batch(48)", ".batch(int(np.random.rand() * 10))")
     setup, report = _setup(source)
-    assert setup.mode_source.startswith("assumed")
-    assert any("iterable is not known" in d.message or "not known" in d.message
+    assert setup.mode == "train" and "training loop" in setup.mode_source
+    assert setup.batch_size is None and "--batch-size" in setup.batch_source
+    assert any("iterable is not known" in d.message
                for d in report.diagnostics if d.code == "MEM900")
+
+
+def test_a_training_loop_over_an_unknown_number_of_epochs_trains_at_its_batch():
+    # ``for epoch in range(int(os.environ["EPOCHS"]))`` around the loop over the dataset:
+    # its body is read once, so the step trains at the dataset's batch of 48
+    source = LOOP.replace("import numpy as np", "import os\nimport numpy as np").replace(
+        "range(3)", 'range(int(os.environ["EPOCHS"]))')
+    setup, report = _setup(source)
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert setup.optimizer.name == "sgd"
+    [note] = [d.message for d in report.diagnostics if d.message.startswith("for loop")]
+    assert "its body is read once" in note and "epoch" not in note
 
 
 STEP_FUNCTION = '''

@@ -150,6 +150,34 @@ class _Return(Exception):
         self.value = value
 
 
+class _ReturnFinder(cst.CSTVisitor):
+    """Whether a loop's body returns or yields (nested definitions aside)."""
+
+    def __init__(self):
+        self.found = False
+
+    def visit_Return(self, node):
+        self.found = True
+
+    def visit_Yield(self, node):
+        self.found = True
+
+    def visit_FunctionDef(self, node):
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+    def visit_ClassDef(self, node):
+        return False
+
+
+def _returns_inside(body) -> bool:
+    finder = _ReturnFinder()
+    body.visit(finder)
+    return finder.found
+
+
 def _method_call(tree, root: str, method: str):
     """The first ``root.method(...)`` call in ``tree``, or None."""
     if isinstance(tree, cst.Call) and isinstance(tree.func, cst.Attribute) \
@@ -562,15 +590,22 @@ class Interpreter(ExpressionEvaluator):
         items = self.iterate(iterable, stmt)
         if items is None:
             rows = row_loops.fill_rows(self, stmt)  # sliding windows: rows of known shape
-            forgotten = self._forget_skipped(stmt)
-            self._uses_in_skipped(stmt)
             if rows:
+                self._forget_skipped(stmt)
+                self._uses_in_skipped(stmt)
                 for name, value in rows.items():
                     scope_of(self, name)[name] = value
                 return
+            ran, forgotten = self._run_once(stmt, Unknown(
+                f"an item of the loop at line {self.location(stmt).line}, whose iterable is "
+                "not known statically"))
+            if not ran:
+                self._uses_in_skipped(stmt)
             self.state.note_unresolved(
                 self.location(stmt.iter), "for loop",
-                "the loop's iterable is not known statically; its body is skipped",
+                "the loop's iterable is not known statically; " + (
+                    "its body is read once, for what it calls"
+                    if ran else "its body is skipped"),
                 _unknown_after(forgotten))
             return
         count = 0
@@ -615,10 +650,15 @@ class Interpreter(ExpressionEvaluator):
         while True:
             test = self.eval(stmt.test)
             if not has_truth(test):
-                forgotten = self._forget_skipped(stmt)
+                if count == 0:
+                    ran, forgotten = self._run_once(stmt, None)
+                else:
+                    ran, forgotten = False, self._forget_skipped(stmt)
                 self.state.note_unresolved(
                     self.location(stmt.test), "while condition",
-                    "the condition is not known statically; the loop stopped there",
+                    "the condition is not known statically; " + (
+                        "its body is read once, for what it calls" if ran
+                        else "the loop stopped there"),
                     _unknown_after(forgotten))
                 return
             if not test:
@@ -655,7 +695,28 @@ class Interpreter(ExpressionEvaluator):
             "here; " + (f"{_names(forgotten)} are unknown after it" if forgotten else
                         "the analysis goes on after it"))
 
-    def _forget_skipped(self, stmt) -> list:
+    def _run_once(self, stmt, item) -> tuple:
+        """The body of a loop whose iterable (or condition) is not known, run once (on
+        ``item`` for a ``for`` loop) for what it calls: a training loop over
+        ``range(int(os.environ["EPOCHS"]))`` still trains at its batch.  Not run where it
+        returns or yields (the loop may not run at all).  Then what it changes is forgotten
+        (:meth:`_forget_skipped`).  Whether it ran, and the names it made unknown that were
+        bound before it."""
+        unknown_before = self._unknown_names()
+        bound_before = {name for scope in (self.scope, *self.outer, self.globals)
+                        for name in scope}
+        ran = not _returns_inside(stmt.body)
+        if ran:
+            if isinstance(stmt, cst.For):
+                self.assign(stmt.target, item)
+            try:
+                self.exec_block(stmt.body.body)
+            except _LoopControl:
+                pass
+        forgotten = self._forget_skipped(stmt, unknown_before)
+        return ran, [name for name in forgotten if name in bound_before]
+
+    def _forget_skipped(self, stmt, unknown_before: set | None = None) -> list:
         """A loop whose iterable (or condition) is not known may run any number of times
         more: what its body changes becomes unknown after it (``x = Dense(n)(x)``,
         ``vocab.add(word)``), and a Sequential it adds layers to gets one it cannot know
@@ -663,7 +724,8 @@ class Interpreter(ExpressionEvaluator):
         outside the loop and was estimated as if complete).  The names, sorted."""
         line = self.location(stmt).line
         what = "condition" if isinstance(stmt, cst.While) else "iterable"
-        unknown_before = self._unknown_names()
+        if unknown_before is None:
+            unknown_before = self._unknown_names()
         summary = self.slicer.scanner.summary(stmt)
         if getattr(self, "tracing", 0) and may_call_layers(summary):
             self.state.hidden_calls += 1
