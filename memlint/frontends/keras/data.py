@@ -677,6 +677,9 @@ def apply_to_data(func: Any, array: Array) -> Any:
             return Unknown("a layer memlint does not model, called on data")
     except (LayerError, UnresolvedArgument, TypeError, ValueError):
         return Unknown("a layer called on data it does not accept")
+    if isinstance(out, list) and isinstance(func, FunctionalModel) \
+            and all(isinstance(o, tuple) for o in out):  # a model of several outputs
+        return [Array((shape[0],) + tuple(o[1:]), "float32") for o in out]
     if not isinstance(out, tuple):
         return Unknown("a layer with several outputs called on data")
     return Array((shape[0],) + tuple(out[1:]), "float32")

@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 import libcst.matchers as m
 
-from memlint.frontends.keras.values import Optimizer, Unknown, flatten_structure
+from memlint.frontends.keras.values import Array, Optimizer, Unknown, flatten_structure
 from memlint.ir import OptimizerSpec
 from memlint.records import record
 
@@ -94,13 +94,20 @@ class Tape:
 
 def tape_method(interp, tape: Tape, method: str, args: list, kwargs: dict, node) -> Any:
     """``tape.gradient(target, sources)``: a source that is the input of a model call the
-    block ran makes that model's step differentiate its input (``INPUT_GRADIENT``);
-    ``tape.watch(x)`` changes nothing memlint sizes."""
+    block ran makes that model's step differentiate its input (``INPUT_GRADIENT``); so does
+    a source of data that no call was given as it is (DeepDream's image, which the model
+    is called on through ``tf.expand_dims``): its gradient flows through the models the
+    block ran.  ``tape.watch(x)`` changes nothing memlint sizes."""
     if method == "gradient":
         sources = _objects(args[1] if len(args) > 1 else kwargs.get("sources"))
-        for _, usage, value in tape.calls:
-            if any(source is leaf for source in sources for leaf in _objects(value)):
-                usage.setdefault(INPUT_GRADIENT, []).append((interp.location(node), value))
+        where = interp.location(node)
+        given = [(usage, value) for _, usage, value in tape.calls
+                 if any(source is leaf for source in sources for leaf in _objects(value))]
+        data = [source for source in sources if isinstance(source, Array)]
+        if not given and data:
+            given = [(usage, data) for _, usage, _ in tape.calls]
+        for usage, value in given:
+            usage.setdefault(INPUT_GRADIENT, []).append((where, value))
         return Unknown("gradients computed by a GradientTape")
     if method == "watch":
         return None
