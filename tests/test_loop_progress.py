@@ -85,25 +85,26 @@ def _skipped_loop(body: str):
 def test_a_loop_over_an_unknown_iterable_leaves_what_it_builds_unknown():
     # its body was skipped and what it changes kept its value before it: the model kept
     # only the layers outside the loop and got a verdict as if complete
-    for body in [
-        "model = keras.Sequential([keras.Input((8,))])\n"
-        "for s in sizes:\n"
-        "    model.add(layers.Dense(s))\n"
-        "model.add(layers.Dense(2))\n",
-        "x = inp = keras.Input((8,))\n"
-        "for s in sizes:\n"
-        "    x = layers.Dense(s)(x)\n"
-        "model = keras.Model(inp, layers.Dense(2)(x))\n",
-        "words = set()\n"
-        "for line in open('corpus.txt'):\n"
-        "    words.update(line.split())\n"
-        "model = keras.Sequential([keras.Input((8,)), layers.Embedding(len(words) + 1, 4),\n"
-        "                          layers.Flatten(), layers.Dense(2)])\n",
+    # (a body that calls a model or a layer is read once; one that makes data is skipped)
+    for body, read in [
+        ("model = keras.Sequential([keras.Input((8,))])\n"
+         "for s in sizes:\n"
+         "    model.add(layers.Dense(s))\n"
+         "model.add(layers.Dense(2))\n", "read once, for what it calls"),
+        ("x = inp = keras.Input((8,))\n"
+         "for s in sizes:\n"
+         "    x = layers.Dense(s)(x)\n"
+         "model = keras.Model(inp, layers.Dense(2)(x))\n", "read once, for what it calls"),
+        ("words = set()\n"
+         "for line in open('corpus.txt'):\n"
+         "    words.update(line.split())\n"
+         "model = keras.Sequential([keras.Input((8,)), layers.Embedding(len(words) + 1, 4),\n"
+         "                          layers.Flatten(), layers.Dense(2)])\n", "skipped"),
     ]:
         result, mem005 = _skipped_loop(body)
         assert mem005, (body, [(d.code, d.message) for d in result.diagnostics])
         [note] = [d for d in result.diagnostics if d.message.startswith("for loop")]
-        assert "its body is read once, for what it calls" in note.message
+        assert f"its body is {read}" in note.message
     _, mem005 = _skipped_loop(
         "model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])\n"
         "for path in open('files.txt'):\n"
@@ -156,7 +157,7 @@ model = keras.Sequential([keras.Input((8,)), layers.Dense(2)])
 """, "m.py")
     notes = [d.message for d in result.diagnostics if d.message.startswith("for loop")]
     assert notes == ["for loop: the loop's iterable is not known statically; its body is "
-                     "read once, for what it calls, and labels, pairs are unknown after it"], notes
+                     "skipped, and labels, pairs are unknown after it"], notes
 
 
 def test_a_model_run_only_in_a_skipped_loop_is_estimated_for_that_use():
@@ -219,3 +220,34 @@ n = first_size(json.load(open('c.json')))
 """, "m.py")
     notes = [d.message for d in result.diagnostics if d.message.startswith("for loop")]
     assert notes and all("its body is skipped" in n for n in notes), notes
+
+
+def test_a_loop_of_unknown_length_inside_a_long_loop_stays_within_the_budget():
+    # Keras 2's ConvLSTM example makes 1,200 movies, each of np.random.randint(3, 8)
+    # squares drawn over 15 frames: a body that makes data is skipped; one that calls code
+    # of the file is read once on at most MAX_RUNS_ONCE of the outer loop's iterations
+    from memlint.frontends.keras.interpreter import MAX_RUNS_ONCE
+    for call in ("np.random.randint(0, 3)", "shift(t)"):
+        result = analyze_source(HEADER + f"""
+def shift(t):
+    return t + 1
+movies = np.zeros((1200, 15, 40, 40, 1))
+for i in range(1200):
+    for j in range(np.random.randint(3, 8)):
+        for t in range(15):
+            d = {call}
+            movies[i, t, 10:20, 10:20, 0] += 1
+model = keras.Sequential([keras.Input((15, 40, 40, 1)), layers.Flatten(), layers.Dense(2)])
+model.compile("adam", "mse")
+model.fit(movies, np.zeros((1200, 2)), batch_size=10)
+""", "m.py")
+        assert not [d for d in result.diagnostics if d.code == "MEM903"], call
+        [graph] = result.models
+        assert graph.setup.batch_size == 10
+        notes = {d.message for d in result.diagnostics if d.message.startswith("for loop")}
+        if call == "shift(t)":  # one note, though the last iterations skip the body
+            [note] = notes
+            assert "its body is read once" in note
+        else:
+            assert not notes  # a loop making data only: not run at all (slicing.py)
+    assert MAX_RUNS_ONCE * 15 * 3 < 1200

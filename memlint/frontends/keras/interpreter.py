@@ -29,7 +29,7 @@ from memlint.frontends.keras.loop_progress import (FixedPointWatch, ProgressWatc
                                                    value_of)
 from memlint.frontends.keras.loop_repeats import REPEATS, RepeatWatch, enough_repeats
 from memlint.frontends.keras.names import canonical
-from memlint.frontends.keras.slice_scan import may_call_layers
+from memlint.frontends.keras.slice_scan import NO_LAYER_METHODS, NO_LAYER_NAMES, may_call_layers
 from memlint.frontends.keras.slicer import Slicer
 from memlint.frontends.keras.state import FileState
 from memlint.frontends.keras.values import (Array, FunctionalModel, ModuleValue, Ref,
@@ -150,6 +150,29 @@ class _Return(Exception):
         self.value = value
 
 
+# how many times the body of one loop whose iterable is not known is read once
+MAX_RUNS_ONCE = 8
+
+# callees whose calls run no model, layer or code of the file: modules' functions, builtins
+# and the methods of data
+_DATA_ROOTS = (Ref, ModuleValue, Array, Tensor, Unknown, data.Dataset, list, tuple, dict, set,
+               str, bytes, int, float, bool, type(None))
+
+
+def runs_code(interp, summary) -> bool:
+    """Whether code of this summary may run a model, a layer or a function or object of the
+    file: a call of anything but a module's function, a builtin or a method of data."""
+    for call in summary.calls:
+        if call.kind == "fresh" or (call.kind == "name" and call.root in NO_LAYER_NAMES):
+            continue
+        if call.kind in ("name", "chain") and call.root:
+            if not isinstance(interp._value_of(call.root), _DATA_ROOTS):
+                return True
+        elif call.dotted.rsplit(".", 1)[-1] not in NO_LAYER_METHODS:
+            return True
+    return False
+
+
 class _ReturnFinder(cst.CSTVisitor):
     """Whether a loop's body returns or yields (nested definitions aside)."""
 
@@ -238,6 +261,7 @@ class Interpreter(ExpressionEvaluator):
         self._generators: dict = {}  # id(def node) -> whether it is a generator function
         self.model_changing_loops: dict = {}  # id(loop) -> whether it may change a model
         self.repeating_loops: set = set()  # ids of loops stopped for repeating (loop_repeats.py)
+        self.runs_once: dict = {}  # id of a loop of unknown iterable -> times read once
         self.undecided_ifs: set = set()  # ids of the ifs already noted as undecided
         self.file_closure: Optional[set] = None  # names functions of the file read (lazily)
         self._capture_depth = -1  # call depth of the generator run by first_yield
@@ -699,14 +723,20 @@ class Interpreter(ExpressionEvaluator):
         """The body of a loop whose iterable (or condition) is not known, run once (on
         ``item`` for a ``for`` loop) for what it calls: a training loop over
         ``range(int(os.environ["EPOCHS"]))`` still trains at its batch.  Not run where it
-        returns or yields (the loop may not run at all).  Then what it changes is forgotten
+        returns or yields (the loop may not run at all), nor where it calls no model, layer
+        or code of the file (a loop making data, ``np.random.randint`` inside another loop
+        of 1,200 samples), nor after :data:`MAX_RUNS_ONCE` runs of the same loop (called
+        again and again by an outer loop).  Then what it changes is forgotten
         (:meth:`_forget_skipped`).  Whether it ran, and the names it made unknown that were
-        bound before it."""
+        bound before it (a body read on an earlier run of the loop counts as read)."""
         unknown_before = self._unknown_names()
         bound_before = {name for scope in (self.scope, *self.outer, self.globals)
                         for name in scope}
-        ran = not _returns_inside(stmt.body)
+        runs = self.runs_once.get(id(stmt), 0)
+        ran = runs < MAX_RUNS_ONCE and not _returns_inside(stmt.body) \
+            and runs_code(self, self.slicer.scanner.summary(stmt))
         if ran:
+            self.runs_once[id(stmt)] = runs + 1
             if isinstance(stmt, cst.For):
                 self.assign(stmt.target, item)
             try:
@@ -714,7 +744,7 @@ class Interpreter(ExpressionEvaluator):
             except _LoopControl:
                 pass
         forgotten = self._forget_skipped(stmt, unknown_before)
-        return ran, [name for name in forgotten if name in bound_before]
+        return ran or runs > 0, [name for name in forgotten if name in bound_before]
 
     def _forget_skipped(self, stmt, unknown_before: set | None = None) -> list:
         """A loop whose iterable (or condition) is not known may run any number of times

@@ -35,10 +35,10 @@ class Call:
 
 
 # calls that never run a layer: builtins, and the methods of variables, metrics and lists
-_NO_LAYER_NAMES = frozenset(("zip", "range", "enumerate", "len", "print", "int", "float", "min",
+NO_LAYER_NAMES = frozenset(("zip", "range", "enumerate", "len", "print", "int", "float", "min",
                              "max", "sum", "abs", "isinstance", "list", "tuple", "dict", "str",
                              "sorted", "reversed", "round"))
-_NO_LAYER_METHODS = frozenset(("assign", "assign_add", "assign_sub", "update_state",
+NO_LAYER_METHODS = frozenset(("assign", "assign_add", "assign_sub", "update_state",
                                "reset_state", "reset_states", "result", "append", "extend",
                                "items", "keys", "values", "get", "format"))
 
@@ -48,9 +48,9 @@ def may_call_layers(summary: "Summary") -> bool:
     that updates a variable, a metric or a container: ``ema_weight.assign(...)`` in a loop
     over weights does not)."""
     for call in summary.calls:
-        if call.kind == "name" and call.root in _NO_LAYER_NAMES:
+        if call.kind == "name" and call.root in NO_LAYER_NAMES:
             continue
-        if call.kind == "chain" and call.dotted.rsplit(".", 1)[-1] in _NO_LAYER_METHODS:
+        if call.kind == "chain" and call.dotted.rsplit(".", 1)[-1] in NO_LAYER_METHODS:
             continue
         return True
     return False
