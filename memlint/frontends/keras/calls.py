@@ -200,14 +200,18 @@ def _vocabulary(layer: LayerRef, args: list, kwargs: dict) -> Any:
 
 
 def _data_called_on(interp, func: Any, args: list, kwargs: dict) -> Optional[Array]:
-    """The data a layer or model is called on, where it is data: an array, or for a model
-    a training step takes, a tensor of values no layer made of a known shape (a style
-    transfer's ``tf.Variable(tf.zeros((1, 224, 224, 3)))``); None otherwise."""
+    """The data a layer or model is called on, where it is data: an array (for a model, a
+    list of arrays too, one per input), or for a model a training step takes, a tensor of
+    values no layer made of a known shape (a style transfer's
+    ``tf.Variable(tf.zeros((1, 224, 224, 3)))``); None otherwise."""
     if not args or not isinstance(func, (LayerRef, SequentialModel, FunctionalModel)):
         return None
     value = args[0]
     if isinstance(value, Array):
         return value
+    if isinstance(value, (list, tuple)) and value and not isinstance(func, LayerRef) \
+            and all(isinstance(leaf, Array) and leaf.shape for leaf in value):
+        return list(value)  # a model of several inputs: pix2pix's discriminator([x, y])
     if isinstance(value, Tensor) and value.producer is None and value.shape \
             and None not in value.shape and not isinstance(func, LayerRef) \
             and training_loops.trains(interp, kwargs):

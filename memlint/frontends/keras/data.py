@@ -249,7 +249,7 @@ def _tf_data_source(interp, short: str, args: list, kwargs: dict, loc: Location)
         return Unknown("zip of datasets not known statically")
     if short == "from_generator":
         return _from_generator(interp, args, kwargs, where)
-    if short in ("TFRecordDataset", "TextLineDataset"):
+    if short in ("TFRecordDataset", "TextLineDataset", "list_files"):  # records, lines, paths
         return Dataset(Array((), "string"), origin=where)
     if short in ("make_csv_dataset", "make_batched_features_dataset"):
         return _batched_files(short, args, kwargs, where, loc)
@@ -417,6 +417,9 @@ def method(interp, obj: Any, name: str, args: list, kwargs: dict, node) -> Any:
             return ds
         return replace(ds, element=element, batch=size,
                        batch_origin=f"{name}({size}) at line {loc.line}")
+    if name == "enumerate":  # (index, element) pairs; the index is a scalar (sized as one
+        # of each batch's rows when it comes after batch(): an int64 per row, a few bytes)
+        return replace(ds, element=(Array((), "int64"), ds.element))
     if name == "unbatch":
         if isinstance(ds.batch, int):
             return replace(ds, batch=None, batch_origin="")
@@ -657,20 +660,28 @@ def input_names(inputs: Any) -> Optional[list]:
                                          for k in keys) else None
 
 
-def apply_to_data(func: Any, array: Array) -> Any:
-    """A layer or model called on data (``augment(x)`` inside ``ds.map``): an array of the
-    output shape (the array's first dimension stands for the batch, as Keras reads it)."""
+def apply_to_data(func: Any, array: Any) -> Any:
+    """A layer or model called on data (``augment(x)`` inside ``ds.map``; a list of arrays
+    for a functional model of several inputs): an array of the output shape (the first
+    array's first dimension stands for the batch, as Keras reads it)."""
     import memlint.layers as registry
     from memlint.frontends.keras.nested import nested_output
     from memlint.frontends.keras.values import FunctionalModel, LayerRef, SequentialModel
     from memlint.layers.base import LayerError, UnresolvedArgument
 
-    shape = tuple(array.shape)
+    if isinstance(array, list):  # one array per input of a model
+        if not isinstance(func, FunctionalModel):
+            return Unknown("a model of one input called on a list of data")
+        given: Any = [(None,) + tuple(a.shape[1:]) for a in array]
+        shape = tuple(array[0].shape)
+    else:
+        shape = tuple(array.shape)
+        given = (None,) + shape[1:]
     if not shape:
         return Unknown("a layer called on a scalar")
     try:
         if isinstance(func, (SequentialModel, FunctionalModel)):
-            out = nested_output(func, (None,) + shape[1:])
+            out = nested_output(func, given)
         elif isinstance(func, LayerRef):
             out, _ = registry.call(replace(func.instance, trainable=True), (None,) + shape[1:])
         else:
