@@ -1475,3 +1475,44 @@ def test_a_lookups_vocabulary_matches_keras(tmp_path):
         "inputs = keras.Input((50, 64))\n"
         "a = layers.Dense(len(char_to_num.get_vocabulary()) + 1)(inputs)\n"
         "model = keras.Model(inputs, [a, layers.Dense(len(masked.get_vocabulary()))(inputs)])\n"))
+
+
+TRAINING_ARGUMENT = (
+    "class Block(layers.Layer):\n"
+    "    def __init__(self, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.wide = layers.Dense(32)\n"
+    "        self.narrow = layers.Dense(8)\n"
+    "    def call(self, inputs, training, mask=None):\n"
+    "        if training:\n"
+    "            return self.wide(inputs)\n"
+    "        return self.narrow(inputs)\n"
+    "class Captioner(keras.Model):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.block = Block()\n"
+    "        self.head = layers.Dense(2)\n"
+    "    def call(self, x, training=False):\n"
+    "        return self.head(self.block(x, training=training))\n"
+    "model = Captioner()\n"
+    "model.compile('adam', 'mse')\n"
+    "y = model(np.zeros((4, 16)), training=True)\n"
+)
+
+
+def test_the_keyword_arguments_of_a_layer_call_reach_call():
+    # keras.io's image captioning: ``encoder(x, training=training)`` for a call() whose
+    # ``training`` has no default; Keras hands it on (memlint dropped it: "arguments do not
+    # match", no estimate); its value picks the branch
+    report = _report(TRAINING_ARGUMENT)
+    assert not [d for d in report.diagnostics if "do not match" in d.message]
+    block = report.models[0].layers[0]
+    assert (block.name, block.output_shape, block.params) == ("block", (4, 32), 16 * 32 + 32)
+    narrow = _report(TRAINING_ARGUMENT.replace("training=True)", "training=False)"))
+    assert narrow.models[0].layers[0].output_shape == (4, 8)
+
+
+@pytest.mark.oracle
+def test_the_keyword_arguments_of_a_layer_call_match_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + TRAINING_ARGUMENT)

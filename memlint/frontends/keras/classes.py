@@ -101,6 +101,9 @@ class ClassLayer:
     input_keys: Optional[list] = None  # the call now being traced had a dict of inputs
     # the call now being traced gave call() several tensors: (positional count, keywords)
     spread: Optional[tuple] = None
+    # the other keyword arguments of the call now being traced, which Keras hands call()
+    # too (``encoder(x, training=training)`` for ``def call(self, inputs, training)``)
+    options: Optional[dict] = None
 
 
 @record
@@ -413,7 +416,8 @@ _USAGE_METHODS = {"compile", "fit", "fit_generator", "train_on_batch", "predict"
 
 
 def trace_model(obj: ClassObject, shape: Any, source: str, loc: Location,
-                keys: Optional[list] = None, spread: Optional[tuple] = None) -> None:
+                keys: Optional[list] = None, spread: Optional[tuple] = None,
+                options: Optional[dict] = None) -> None:
     """The first call of a Model subclass on data or a shape: trace its call().  ``keys``:
     the data was a dict (``shape`` then lists its values' shapes in that key order);
     ``spread``: several arrays, spread over call()'s arguments (:func:`_spread_tensors`)."""
@@ -423,11 +427,11 @@ def trace_model(obj: ClassObject, shape: Any, source: str, loc: Location,
     obj.input_shape, obj.input_source = shape, source
     inputs = [Tensor(tuple(s)) for s in shape] if isinstance(shape, list) else Tensor(shape)
     layer = as_layer(obj)
-    layer.input_keys, layer.spread = keys, spread
+    layer.input_keys, layer.spread, layer.options = keys, spread, options
     try:
         apply(obj.interp.state, layer, inputs, loc)
     finally:
-        layer.input_keys = layer.spread = None
+        layer.input_keys = layer.spread = layer.options = None
 
 
 def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any:
@@ -450,10 +454,11 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
             tensors = list(args) + [kwargs[k] for k in spread[1]]
             args, kwargs = [tensors], {k: v for k, v in kwargs.items() if k not in spread[1]}
         layer.input_keys, layer.spread = keys, spread
+        layer.options = _call_options(obj, kwargs)
         try:
             return call_layer(interp, layer, args, kwargs, node)
         finally:
-            layer.input_keys = layer.spread = None
+            layer.input_keys = layer.spread = layer.options = None
     if obj.cls.kind == "model" and flat and all(
             isinstance(a, Array) and len(a.shape) >= 1 for a in flat):
         loc = interp.location(node)
@@ -466,7 +471,9 @@ def call_object(interp, obj: ClassObject, args: list, kwargs: dict, node) -> Any
             shapes = [tuple(a.shape) for a in args] + [tuple(kwargs[k].shape)
                                                        for k in spread[1]]
         trace_model(obj, shapes if spread is not None else shapes[0] if single else shapes,
-                    f"its call on data at line {loc.line}", loc, keys, spread)
+                    f"its call on data at line {loc.line}", loc, keys, spread,
+                    _call_options(obj, {k: v for k, v in kwargs.items()
+                                        if spread is None or k not in spread[1]}))
         made = _result_on_data(obj, shapes if spread is not None or not single
                                else shapes[0])
         if made is not None:
@@ -496,6 +503,21 @@ def _spread_tensors(obj: ClassObject, args: list, kwargs: dict) -> Optional[tupl
     if len(args) + len(keywords) < 2:
         return None
     return len(args), keywords
+
+
+def _call_options(obj: ClassObject, kwargs: dict) -> Optional[dict]:
+    """The keyword arguments of a call that are no tensors or data (``training=True``,
+    ``mask=None``), where call() takes them by name: Keras hands them on."""
+    call = obj.cls.methods.get("call")
+    params = getattr(getattr(call, "node", None), "params", None)
+    if params is None:
+        return None
+    names = {p.name.value for p in [*params.params, *params.kwonly_params]}
+    anything = isinstance(params.star_kwarg, cst.Param)
+    options = {k: v for k, v in kwargs.items() if (k in names or anything)
+               and not any(isinstance(leaf, (Tensor, Array))
+                           for leaf in flatten_structure(v))}
+    return options or None
 
 
 def _spread_data(obj: ClassObject, args: list, kwargs: dict) -> Optional[tuple]:
@@ -734,11 +756,12 @@ def _trace_compute_loss(obj: ClassObject, loss, inputs: Any, out: Any, node) -> 
 def _call_arguments(layer: ClassLayer, shapes: Any) -> tuple:
     """call()'s positional and keyword arguments: the inputs, or the tensors the layer call
     spread over several arguments."""
+    options = dict(layer.options or {})
     if layer.spread is None:
-        return [_call_inputs(layer, shapes)], {}
+        return [_call_inputs(layer, shapes)], options
     count, keywords = layer.spread
     tensors = [Tensor(s) for s in shapes]
-    return tensors[:count], dict(zip(keywords, tensors[count:]))
+    return tensors[:count], {**options, **dict(zip(keywords, tensors[count:]))}
 
 
 def _call_inputs(layer: ClassLayer, shapes: Any) -> Any:

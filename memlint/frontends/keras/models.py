@@ -56,9 +56,9 @@ class CallRecord:
     # how many batches its tensors hold along the first axis (a discriminator run on real
     # and generated images joined: 2; frontends/keras/batches.py)
     batches: int = 1
-    # a traced call(): how call() received its inputs, (dict keys, spread) as
+    # a traced call(): how call() received its inputs, (dict keys, spread, options) as
     # :class:`~memlint.frontends.keras.classes.ClassLayer` holds them while it runs
-    form: tuple = (None, None)
+    form: tuple = (None, None, None)
 
 
 # ---------------------------------------------------------------------- creation
@@ -707,7 +707,7 @@ def _apply_class(state, layer, shapes, loc: Location, parents: list, free: list)
     layer.calls.append(CallRecord(shapes, out, parents, made if out is not None else [],
                                   inner if out is not None else [], free,
                                   returned if out is not None else [],
-                                  form=(layer.input_keys, layer.spread)))
+                                  form=(layer.input_keys, layer.spread, layer.options)))
     _note_call(state, layer)
     if out is None:
         return Tensor(None, (layer, len(layer.calls) - 1, 0),
@@ -742,7 +742,7 @@ def _stand_in_output(state, layer, shapes: Any, parents: list) -> Any:
             made = len(layer.calls)
             try:
                 index = retrace(layer, CallRecord(given, None, parents, form=(
-                    layer.input_keys, layer.spread)), given)
+                    layer.input_keys, layer.spread, layer.options)), given)
             except LayerError:
                 return None
             if index is None:
@@ -770,12 +770,13 @@ def retrace(layer, record: CallRecord, shapes: Any) -> Optional[int]:
     state = layer.obj.interp.state
     marks = (len(state.diagnostics), len(state.unresolved), len(layer.calls))
     state.quiet += 1
-    form, (layer.input_keys, layer.spread) = (layer.input_keys, layer.spread), record.form
+    form = (layer.input_keys, layer.spread, layer.options)
+    layer.input_keys, layer.spread, layer.options = record.form
     try:
         _apply_class(state, layer, shapes, layer.location, record.parents, [])
     finally:
         state.quiet -= 1
-        layer.input_keys, layer.spread = form
+        layer.input_keys, layer.spread, layer.options = form
         refused = [d.message for d in state.diagnostics[marks[0]:] if d.code == "MEM901"]
         del state.diagnostics[marks[0]:], state.unresolved[marks[1]:]
     if refused or layer.calls[-1].output_shape is None:
