@@ -1516,3 +1516,23 @@ def test_the_keyword_arguments_of_a_layer_call_reach_call():
 def test_the_keyword_arguments_of_a_layer_call_match_keras(tmp_path):
     from tests.conftest import model_matches_keras
     model_matches_keras(tmp_path, HEADER + TRAINING_ARGUMENT)
+
+
+def test_a_subclass_fitted_on_data_of_unknown_shape_says_which_data():
+    # TensorFlow's text generation: a dataset of character ids read from a downloaded file
+    # (the note said the model was never fitted on a known shape)
+    report = _report(
+        "import json\nimport tensorflow as tf\n"
+        "ids = tf.data.Dataset.from_tensor_slices(json.load(open('ids.json')))\n"
+        "class Net(keras.Model):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.dense = layers.Dense(4)\n"
+        "    def call(self, x):\n"
+        "        return self.dense(x)\n"
+        "model = Net()\n"
+        "model.compile('adam', 'mse')\n"
+        "model.fit(ids.batch(64))\n")
+    [note] = [d.message for d in report.diagnostics if "input shape" in d.message]
+    assert "the data passed to fit() at line 15 has no shape known statically" in note, note
+    assert note.endswith("; pass --input-shape")

@@ -74,6 +74,8 @@ class ClassObject:
     # the targets fit() was given with the data (batch first; "unknown" when their shape is
     # not known; None: none given): a train_step() receives (x, y) then
     fed_targets: Any = None
+    # data it was given whose shape is not known: why (for the note on its input shape)
+    unsized_data: str = ""
     # its own train_step() runs what fit runs without calling the model (``self(x)``): the
     # step is traced from it on the whole batch, as for a model with no call()
     step_only: bool = False
@@ -315,6 +317,10 @@ def call_method(interp, method: ObjMethod, args: list, kwargs: dict, node) -> An
         if shape is None and isinstance(fed, Tensor) and _is_shape(fed.shape) \
                 and len(fed.shape) >= 2:
             shape = (None,) + tuple(fed.shape[1:])
+        if method.method != "compile" and shape is None and fed is not None \
+                and not obj.unsized_data:
+            obj.unsized_data = _why_unsized(fed, f"the data passed to {method.method}() at "
+                                                 f"line {loc.line}")
         if method.method != "compile" and shape is not None:
             targets = args[1] if len(args) > 1 else kwargs.get("y")
             if targets is not None and obj.input_shape is None:
@@ -552,6 +558,16 @@ def _as_data(shapes: Any) -> Any:
     return Unknown("an output of a model called on data, not known statically")
 
 
+def _why_unsized(fed: Any, what: str) -> str:
+    """Why the shape of data a model was given is not known: ``what`` and the first unknown
+    value in it (a dataset's element: ``from_tensor_slices`` of ids read from a file)."""
+    from memlint.frontends.keras.data import Dataset
+    leaves = flatten_structure(fed.element if isinstance(fed, Dataset) else fed)
+    unknown = next((leaf for leaf in leaves if isinstance(leaf, Unknown)), None)
+    return f"{what} has no shape known statically" + (
+        f" ({unknown.reason})" if unknown is not None and unknown.reason else "")
+
+
 def _dict_keys(data: Any) -> Optional[list]:
     """The keys of a dict of inputs in Keras's flattening order (sorted), else None."""
     if not isinstance(data, dict):
@@ -572,8 +588,8 @@ def model_graph(state, obj: ClassObject, input_override=None):
                        variable=obj.variable)
     if obj.input_shape is None:
         state.note_unresolved(obj.location, f"{obj.cls.name} '{obj.name}' input shape",
-                              "the model is never called, built or fitted on a known shape; "
-                              "pass --input-shape")
+                              (obj.unsized_data or "the model is never called, built or "
+                               "fitted on a known shape") + "; pass --input-shape")
     else:
         graph.input_shapes = [obj.input_shape] if not isinstance(obj.input_shape, list) \
             else list(obj.input_shape)
