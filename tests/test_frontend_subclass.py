@@ -1536,3 +1536,50 @@ def test_a_subclass_fitted_on_data_of_unknown_shape_says_which_data():
     [note] = [d.message for d in report.diagnostics if "input shape" in d.message]
     assert "the data passed to fit() at line 15 has no shape known statically" in note, note
     assert note.endswith("; pass --input-shape")
+
+
+RNN_CELL = (
+    "from keras import ops\n"
+    "class MinimalCell(layers.Layer):\n"
+    "    def __init__(self, units, **kwargs):\n"
+    "        super().__init__(**kwargs)\n"
+    "        self.units = units\n"
+    "        self.state_size = units\n"
+    "    def build(self, input_shape):\n"
+    "        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name='k')\n"
+    "        self.recurrent = self.add_weight(shape=(self.units, self.units), name='r')\n"
+    "    def call(self, inputs, states):\n"
+    "        out = ops.matmul(inputs, self.kernel) + ops.matmul(states[0], self.recurrent)\n"
+    "        return out, [out]\n"
+    "inputs = keras.Input((50, 12))\n"
+    "x = layers.RNN(MinimalCell(16), return_sequences=True)(inputs)\n"
+    "x = layers.RNN(MinimalCell(8))(x)\n"
+    "model = keras.Model(inputs, layers.Dense(3)(x))\n"
+    "model.compile('adam', 'mse')\n"
+    "model.fit(np.zeros((64, 50, 12)), np.zeros((64, 3)), batch_size=32)\n"
+)
+
+
+def test_an_rnn_over_a_cell_class_of_the_file_is_sized_and_not_counted():
+    # keras.io's "working with RNNs": RNN(MinimalRNNCell(32)) was an error ("cell must be
+    # an RNN cell", MEM901), which Keras does not raise; the cell's call() runs on every
+    # step untraced, so the estimate is a lower bound with no verdict
+    report = _report(RNN_CELL)
+    (graph,), (memory,) = report.models, report.breakdowns
+    assert not [d for d in report.diagnostics if d.code == "MEM901"]
+    shapes = [(n.name, n.output_shape, n.params) for n in graph.layers]
+    assert shapes[1:] == [("rnn", (None, 50, 16), 12 * 16 + 16 * 16),
+                          ("rnn_1", (None, 8), 16 * 8 + 8 * 8), ("dense", (None, 3), 8 * 3 + 3)]
+    assert not memory.complete
+    assert [name for name, _ in memory.not_modelled] == ["rnn", "rnn_1"]
+    assert "MinimalCell.call() on every time step" in memory.not_modelled[0][1]
+    with_layer = _report(RNN_CELL.replace(
+        "        self.state_size = units\n",
+        "        self.state_size = units\n        self.proj = layers.Dense(units)\n"))
+    assert with_layer.models[0].layers[1].output_shape is None  # sub-layer: not known
+
+
+@pytest.mark.oracle
+def test_an_rnn_over_a_cell_class_of_the_file_matches_keras(tmp_path):
+    from tests.conftest import model_matches_keras
+    model_matches_keras(tmp_path, HEADER + RNN_CELL)

@@ -29,6 +29,7 @@ from memlint.layers.base import (
     LayerKind,
     UnresolvedArgument,
     check_rank,
+    nested_object,
     register,
 )
 
@@ -358,14 +359,22 @@ def _cell(value, what: str) -> dict:
     cells becomes a StackedRNNCells."""
     if isinstance(value, (list, tuple)):
         cells = [_cell(v, what) for v in value]
+        if any("object" in c for c in cells):
+            raise UnresolvedArgument(what, "a stack of cells of the file's own classes is "
+                                           "not modelled")
         return {"class_name": "StackedRNNCells", "config": {"cells": cells}, "trainable": True}
+    found = nested_object(value)  # a cell class of the analysed file
+    if found is not None and hasattr(found["object"], "cell_state_size"):
+        return found
     cell = nested_layer(value, what, "an RNN cell")
     if not isinstance(REGISTRY[cell["class_name"]], (RecurrentCell, StackedRNNCells)):
         raise LayerError(f"{what} must be an RNN cell, got {cell['class_name']}")
     return cell
 
 
-def _cell_state_size(cell: dict):
+def _cell_state_size(cell: dict, step: tuple = ()):
+    if "object" in cell:  # a cell class of the file (built on the step's shape first)
+        return cell["object"].cell_state_size(step)
     return REGISTRY[cell["class_name"]].state_size(cell["config"])
 
 
@@ -376,12 +385,17 @@ def _flat_sizes(size) -> list:
     return [size] if isinstance(size, int) else []
 
 
-def _cell_output_size(cell: dict) -> int:
+def _cell_output_size(cell: dict, step: tuple = ()) -> int:
+    if "object" in cell:
+        return cell["object"].cell_output_size(step)
     return REGISTRY[cell["class_name"]].output_size(cell["config"])
 
 
 def _cell_saved(cell: dict, input_shape: tuple) -> list:
-    """What a cell (or a stack of cells) run over ``input_shape`` keeps for backward."""
+    """What a cell (or a stack of cells) run over ``input_shape`` keeps for backward (of a
+    cell class of the file: not known, see :meth:`RNN.not_modelled`)."""
+    if "object" in cell:
+        return []
     kind = REGISTRY[cell["class_name"]]
     if isinstance(kind, StackedRNNCells):
         out, shape = [], input_shape
@@ -396,6 +410,8 @@ def _cell_saved(cell: dict, input_shape: tuple) -> list:
 
 
 def _cell_weights(cell: dict, step_shape: tuple) -> list:
+    if "object" in cell:
+        return cell["object"].cell_weights(step_shape)
     kind = REGISTRY[cell["class_name"]]
     return [Weight(w.name, w.shape, trainable=w.trainable and cell["trainable"])
             for w in kind.weights(cell["config"], step_shape)]
@@ -465,11 +481,12 @@ class RNN(LayerKind):
         if config["stateful"] and batch is None:
             raise LayerError(f"a stateful RNN needs a fixed batch size, got {input_shape}")
         cell = config["cell"]
-        size = _cell_output_size(cell)
+        step = (batch,) + tuple(input_shape[2:])
+        size = _cell_output_size(cell, step)
         output = (batch, length, size) if config["return_sequences"] else (batch, size)
         if not config["return_state"]:
             return output
-        state_size = _cell_state_size(cell)
+        state_size = _cell_state_size(cell, step)
         states = []
         for entry in state_size if isinstance(state_size, list) else [state_size]:
             if isinstance(entry, list):
@@ -493,16 +510,22 @@ class RNN(LayerKind):
         ``f32[12, 32, 12]`` outputs, which the second loop reads as they are, beside its own
         ``f32[12, 32, 6]``), and the loop's states (there six ``f32[32, 12]``)."""
         shape = tuple(input_shape)
+        step = (shape[0],) + shape[2:]
         out = _cell_saved(config["cell"], shape)
         if len(shape) == 3:
             out.append(Saved("time-major input", shape, when="forward", profiles=NOT_TORCH))
-            units = sum(_flat_sizes(_cell_state_size(config["cell"])))
+            units = sum(_flat_sizes(_cell_state_size(config["cell"], step)))
             out.append(Saved("loop states", (shape[0], units), when="forward",
                              profiles=NOT_TORCH))
             if not config["return_sequences"]:
-                steps = (shape[0], shape[1], _cell_output_size(config["cell"]))
+                steps = (shape[0], shape[1], _cell_output_size(config["cell"], step))
                 out.append(Saved("steps' outputs", steps, when="forward", profiles=NOT_TORCH))
         return out
+
+    def not_modelled(self, config, profile):
+        """A cell class of the file: its ``call()``, run on every step, is not traced."""
+        found = config["cell"].get("object")
+        return found.untraced_cell() if found is not None else None
 
 
 # ---------------------------------------------------------------- Bidirectional

@@ -1034,6 +1034,55 @@ class WrappedInner:
     def saved_tensors(self, shape):
         return list(self._trace(shape)[1])
 
+    # as the cell of an RNN (a layer class of the file with ``state_size``)
+
+    def _built_cell(self, step) -> ClassObject:
+        """The layer class as an RNN builds its cell: ``build()`` on one step's shape; its
+        sub-layers would be built by ``call()``, which is not traced (their weights are
+        not known)."""
+        from memlint.layers.base import LayerError, UnresolvedArgument
+        obj = self.value
+        if not isinstance(obj, ClassObject) or obj.cls.kind != "layer":
+            raise LayerError(f"an RNN cell must be a layer, got {self.class_name}")
+        if tracked_layers(obj):
+            raise UnresolvedArgument("cell", f"{obj.cls.name}'s sub-layers are built by its "
+                                             "call(), which memlint does not trace in a cell")
+        _build_once(obj, step, LocationNode(obj.location))
+        return obj
+
+    def cell_state_size(self, step) -> Any:
+        """The cell's ``state_size`` (an int, or a list of them)."""
+        from memlint.layers.base import LayerError, UnresolvedArgument
+        obj = self._built_cell(step)
+        if "state_size" not in obj.attrs:
+            raise LayerError(f"{obj.cls.name} has no state_size, which an RNN cell needs")
+        size = obj.attrs["state_size"]
+        sizes = size if isinstance(size, (list, tuple)) else [size]
+        if not sizes or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                for n in sizes):
+            raise UnresolvedArgument("cell", f"{obj.cls.name}.state_size is not known "
+                                             "statically")
+        return list(size) if isinstance(size, (list, tuple)) else size
+
+    def cell_output_size(self, step) -> int:
+        """The cell's ``output_size``, else the first entry of its state size (as the RNN
+        layer reads them)."""
+        from memlint.layers.base import UnresolvedArgument
+        state = self.cell_state_size(step)
+        size = self.value.attrs.get("output_size", state[0] if isinstance(state, list)
+                                    else state)
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise UnresolvedArgument("cell", f"{self.class_name}.output_size is not known "
+                                             "statically")
+        return size
+
+    def cell_weights(self, step) -> list:
+        return class_weights(self._built_cell(step))
+
+    def untraced_cell(self) -> str:
+        return (f"it runs {self.class_name}.call() on every time step, which memlint does "
+                "not trace: the tensors that call makes are not counted")
+
     def untraced(self) -> Optional[str]:
         """What the wrapper runs that memlint does not trace (a sentence), or None: a layer
         class's ``call()``, which Keras runs on every step while the shapes come from
