@@ -15,6 +15,7 @@ from memlint.ir import OptimizerSpec
 from memlint.memory import estimate
 from memlint.memory.optimizers import heaviest, is_known
 from memlint.memory.profiles import profile_for
+from memlint.memory.shared_steps import bound_shared_steps
 from memlint.placement import place, process_budget, sharded
 from memlint.suppression import is_suppressed, suppressions
 from memlint.units import parse_size
@@ -175,6 +176,7 @@ def _finish(report: FileReport, models: list, diagnostics: list, module, positio
         budget = report.budget = process_budget(budget, report.memory_caps, backend,
                                                 configured_reserve=bool(settings.reserve))
     sized = [memory_graph(graph) for graph in report.models]  # what the rules size
+    bound_shared_steps(sized, report.breakdowns)
     for code, rule in sorted(RULES.items()):
         if not settings.enabled(code):
             continue

@@ -236,6 +236,8 @@ class TrainingSetup:
     # under one GradientTape ("the step under the GradientTape at line 85 calls encoder once
     # and decoder 10 times"): the estimate, of one call alone, is a lower bound ("": none)
     shared_step: str = ""
+    # that step's calls: [(model name, how many times it calls it)] (memory/shared_steps.py)
+    shared_calls: list = field(default_factory=list)
 
 
 @record

@@ -20,8 +20,9 @@ from memlint.checks.base import Rule, RuleContext, register
 from memlint.checks.wording import percent
 from memlint.diagnostics import Diagnostic
 from memlint.layers.base import format_shape
-from memlint.memory.verdict import (DOES_NOT_FIT, batch_text, input_shape_hint, memory_graph,
-                                    name_list, sizing_flags, unknown_layers_text, verdict)
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, batch_text, bound_text,
+                                    input_shape_hint, memory_graph, name_list, sizing_flags,
+                                    unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
 MAX_REASONS = 2  # distinct reasons quoted in the message
@@ -39,14 +40,19 @@ class UnknownActivationSize(Rule):
                     ctx.budget is None or (breakdown.batch_known and not breakdown.not_modelled
                                            and not breakdown.shared_step)):
                 continue
+            result = verdict(breakdown, ctx.budget)
+            if result.status == FITS:  # a shared step whose upper bound fits
+                continue
             graph = memory_graph(graph)
             by_name = {layer.name: layer for layer in graph.layers}
             unknown = [by_name[n] for n in breakdown.unknown_activations if n in by_name]
             first = (unknown or [by_name[n] for n, _ in breakdown.not_modelled
                                  if n in by_name] or [None])[0]
-            result = verdict(breakdown, ctx.budget)
             parts = [self._what(graph, breakdown, unknown)]
             parts.append(self._bound(result, breakdown, graph.setup))
+            shared = bound_text(result, breakdown)
+            if shared:
+                parts.append(f"The step it shares comes to {shared}")
             flags = sizing_flags(graph, breakdown)
             if flags:
                 parts.append(f"Pass {' and '.join(flags)} with the sizes of the data the "

@@ -61,6 +61,10 @@ class MemoryBreakdown:
     # a training loop's step that runs other models, or this one again, with this call
     # (TrainingSetup.shared_step): the peak, of this call alone, is a lower bound
     shared_step: str = ""
+    # an upper bound of that step, where every model it runs has a complete estimate of its
+    # own (memory/shared_steps.py), and what it sums
+    shared_bound: Optional[int] = None
+    shared_bound_source: str = ""
     # the memory over the step: {"phase": forward|backward|update, "layer", "bytes"} per moment
     timeline: list = field(default_factory=list)
     # where the peak is: {"phase", "layer", "bytes", "tensors": [{"name", "layer", "kind",

@@ -19,6 +19,7 @@ from typing import Optional
 from memlint.memory.estimate import MemoryBreakdown, max_batch_size
 from memlint.memory.profiles import DEFAULT, PROFILES
 from memlint.records import record
+from memlint.units import format_bytes
 
 FITS = "fits"
 DOES_NOT_FIT = "does_not_fit"
@@ -53,6 +54,9 @@ class Verdict:
     batch_known: bool
     margin: float = 0.0
     margin_basis: str = ""
+    # a training step shared with other models (memory/shared_steps.py): its upper bound,
+    # which alone can say "fits" for an estimate that is a lower bound
+    bound: Optional[int] = None
 
     @property
     def share(self) -> Optional[float]:
@@ -102,16 +106,33 @@ def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
         return Verdict(None, peak, lower, None, None, unknown, breakdown.batch_known,
                        margin, basis)
     usable = budget.usable
+    bound = breakdown.shared_bound
     if peak > usable:
         status = DOES_NOT_FIT
     elif lower:
-        status = UNKNOWN
+        status = FITS if bound is not None and with_margin(bound, margin) <= usable \
+            else UNKNOWN
     else:
         status = FITS if with_margin(peak, margin) <= usable else TOO_CLOSE
     largest = None if unknown or breakdown.not_modelled or breakdown.shared_step else \
         max_batch_size(breakdown, room_for_estimate(usable, margin))
     return Verdict(status, peak, lower, usable, largest, unknown, breakdown.batch_known,
-                   margin, basis)
+                   margin, basis, bound)
+
+
+def bound_text(result: Verdict, breakdown: MemoryBreakdown) -> str:
+    """The upper bound of a step shared with other models, what it sums, and (where it
+    allows none) why there is no verdict; ``""`` where there is no bound."""
+    if result.bound is None:
+        return ""
+    text = f"at most {format_bytes(result.bound)}"
+    if result.usable:
+        share = result.bound / result.usable
+        text += f" ({'under 1%' if share < 0.01 else f'{share * 100:.0f}%'} of usable memory)"
+    text += f", {breakdown.shared_bound_source}"
+    if result.status != FITS and result.usable is not None:
+        text += "; that does not fit with the margin, so whether the step fits is unknown"
+    return text
 
 
 def margin_text(result: Verdict) -> str:

@@ -80,6 +80,10 @@ def model_dict(graph, breakdown, path: str, budget) -> dict:
         # a custom training loop's step that runs other models, or this one again, under one
         # GradientTape: the peak, of one call alone, is a lower bound ("" when none)
         "shared_step": breakdown.shared_step,
+        # an upper bound of that step where every model it runs has a complete estimate of
+        # its own (null otherwise): a "fits" verdict on such a step rests on it
+        "shared_step_bound": breakdown.shared_bound,
+        "shared_step_bound_source": breakdown.shared_bound_source,
         # memory model v2: the memory over the step ({"phase": forward | backward | update,
         # "layer", "bytes"} per moment of the walk) and where the peak is, with the largest
         # tensors alive there ({"phase", "layer", "bytes", "tensors": [{"name", "layer",

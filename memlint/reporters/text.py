@@ -8,8 +8,8 @@ from memlint.checks.wording import percent
 from memlint.layers.base import format_shape
 from memlint.memory.dtypes import precision
 from memlint.memory.estimate import CATEGORIES, layer_activation_bytes
-from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, batch_text, margin_text,
-                                    sizing_flags, unknown_layers_text, verdict)
+from memlint.memory.verdict import (DOES_NOT_FIT, FITS, TOO_CLOSE, batch_text, bound_text,
+                                    margin_text, sizing_flags, unknown_layers_text, verdict)
 from memlint.units import format_bytes
 
 
@@ -177,11 +177,17 @@ def model_report(graph, breakdown, budget) -> list:
     if budget is not None:
         result = verdict(breakdown, budget)
         lines.append(f"  verdict:      {verdict_text(result)}")
+        shared = bound_text(result, breakdown)
+        if shared:
+            lines.append(f"  shared step:  {shared}")
         if result.largest_batch_size is not None:
             lines.append("  largest batch size that fits: "
                          + batch_text(setup, result.largest_batch_size)
                          + (f" (with the {percent(result.margin)} margin)"
                             if result.margin else ""))
+    elif breakdown.shared_bound is not None:
+        lines.append(f"  shared step:  at most {format_bytes(breakdown.shared_bound)}, "
+                     f"{breakdown.shared_bound_source}")
     flags = sizing_flags(graph, breakdown)
     if flags:
         lines.append(f"  to size it:   pass {' and '.join(flags)}")
@@ -238,6 +244,11 @@ def verdict_text(result) -> str:
     if result.status == DOES_NOT_FIT:
         head = f"does NOT fit: the known parts{at_one} alone are {format_bytes(result.peak)} " \
                f"({share} of usable memory)"
+    elif result.status == FITS:  # on the upper bound of a step shared with other models
+        with_room = f" (with the {percent(result.margin)} margin)" if result.margin else ""
+        return f"the training step it shares with other calls fits{with_room}: see " \
+               f"'shared step' (this call alone: at least {format_bytes(result.peak)}, " \
+               f"{share} of usable memory)"
     else:
         head = f"unknown: at least {format_bytes(result.peak)} (the known parts{at_one}, " \
                f"{share} of usable memory)"

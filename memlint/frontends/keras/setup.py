@@ -46,7 +46,8 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
         setup.mode_source = f"a training loop's call on a batch at line {loc.line} (under " \
                             "GradientTape, with training=True, or before a torch backward())"
         _batch_from_call(setup, TRAIN_CALL, args, kwargs, loc, fixed_batch)
-        setup.shared_step = next(iter(usage.get(SHARED_STEP, [])), "")
+        setup.shared_step, setup.shared_calls = next(iter(usage.get(SHARED_STEP, [])),
+                                                     ("", []))
         _input_gradient(setup, usage, state)
         return setup
     for method in ("predict", "predict_on_batch", "predict_generator"):

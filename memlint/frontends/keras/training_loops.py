@@ -147,9 +147,9 @@ def tape_block(interp, where: str, run, tapes: tuple = ()) -> None:
         return
     told = " and ".join(f"{name} " + ("once" if n == 1 else f"{n} times")
                         for name, _, n in counts.values())
+    shared = [(name, n) for name, _, n in counts.values()]
     for _, usage, _ in counts.values():
-        usage.setdefault(SHARED_STEP, []).append(
-            f"the step {where} calls {told}")
+        usage.setdefault(SHARED_STEP, []).append((f"the step {where} calls {told}", shared))
 
 
 @record(frozen=True)

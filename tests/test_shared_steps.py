@@ -1,0 +1,142 @@
+"""A training step that runs several models, or one model several times, under one tape:
+each model's estimate is of its own call (a lower bound), and the step they share gets an
+upper bound (``memlint/memory/shared_steps.py``) that can give a "fits" verdict.
+
+* The bound against XLA's plan of such a step (a GAN's generator once and its critic twice
+  under one ``jax.value_and_grad``) compiled for described GPUs without a GPU
+  (``harness/shared_step_plan.py``, data in ``tests/data/shared_step_plans.json``): memlint's
+  side recomputed must equal what is stored (after a change to memlint: ``python -m
+  harness.shared_step_plan --refresh-memlint``), and the bound must be over every plan.
+* With jax and the CUDA plugin, one stored row (chosen by the date) is compiled again and
+  must match the stored plan within 1%.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import textwrap
+
+import pytest
+
+from harness import shared_step_plan as ssp
+from memlint.analysis import analyze_text
+from memlint.config import Settings
+from memlint.memory.verdict import FITS, UNKNOWN, verdict
+from tests.gpuplan_support import require_gpuplan
+
+# TensorFlow's DCGAN tutorial, smaller: one tape block runs the generator once and the
+# discriminator twice
+DCGAN = '''
+import tensorflow as tf
+from tensorflow.keras import layers
+
+BATCH = 128
+(images, _), _ = tf.keras.datasets.mnist.load_data()
+dataset = tf.data.Dataset.from_tensor_slices(images.reshape(-1, 28, 28, 1) / 255.0).batch(BATCH)
+generator = tf.keras.Sequential([
+    layers.Dense(7 * 7 * 64, input_shape=(100,)), layers.LeakyReLU(), layers.Reshape((7, 7, 64)),
+    layers.Conv2DTranspose(32, 5, strides=2, padding="same"), layers.LeakyReLU(),
+    layers.Conv2DTranspose(1, 5, strides=2, padding="same", activation="tanh")])
+discriminator = tf.keras.Sequential([
+    layers.Conv2D(32, 5, strides=2, padding="same", input_shape=(28, 28, 1)), layers.LeakyReLU(),
+    layers.Flatten(), layers.Dense(1)])
+g_opt = tf.keras.optimizers.Adam(1e-4)
+d_opt = tf.keras.optimizers.Adam(1e-4)
+
+@tf.function
+def train_step(real):
+    noise = tf.random.normal([BATCH, 100])
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(noise, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        g_loss = -tf.reduce_mean(fake_out)
+        d_loss = tf.reduce_mean(fake_out) - tf.reduce_mean(real_out)
+    g_opt.apply_gradients(zip(g_tape.gradient(g_loss, generator.trainable_variables),
+                              generator.trainable_variables))
+    d_opt.apply_gradients(zip(d_tape.gradient(d_loss, discriminator.trainable_variables),
+                              discriminator.trainable_variables))
+
+for batch in dataset:
+    train_step(batch)
+'''
+
+
+def _report(source: str, gpu: str = "8GiB", **settings):
+    return analyze_text(textwrap.dedent(source).lstrip("\n"), "gan.py",
+                        Settings(gpu=gpu, **settings))
+
+
+def test_the_step_a_gan_shares_is_bounded_by_the_sum_of_its_calls():
+    report = _report(DCGAN)
+    g, d = report.breakdowns
+    assert [m.name for m in report.models] == ["sequential", "sequential_1"]
+    assert g.shared_step and not g.complete  # each estimate is of one call: a lower bound
+    passed = {"sequential": 4 * 128 * (100 + 28 * 28), "sequential_1": 4 * 128 * (28 * 28 + 1)}
+    expected = g.peak + 2 * passed["sequential"] + 2 * (d.peak + 2 * passed["sequential_1"])
+    assert g.shared_bound == d.shared_bound == expected
+    assert "sequential + sequential_1 x 2" in g.shared_bound_source
+    result = verdict(g, report.budget)
+    assert (result.status, result.bound, result.lower_bound) == (FITS, expected, True)
+    assert not [x for x in report.diagnostics if x.code == "MEM005"]
+    from memlint.reporters.json_format import document
+    [first, _] = document([report], [])["models"]
+    assert (first["verdict"], first["peak_is_lower_bound"]) == ("fits", True)
+    assert first["shared_step_bound"] == expected and first["shared_step_bound_source"]
+    from memlint.reporters.text import model_report
+    lines = model_report(report.models[0], g, report.budget)
+    assert any(line.startswith("  shared step:  at most ") for line in lines)
+
+
+def test_a_bound_that_does_not_fit_leaves_the_verdict_unknown():
+    g = _report(DCGAN).breakdowns[0]
+    # a card where this call alone fits but the bound, with the margin, does not
+    mib = (g.peak + g.shared_bound) // 2 // 2**20
+    report = _report(DCGAN, f"{mib}MiB", cuda_context="0", reserve="0")
+    assert g.peak < report.budget.usable < g.shared_bound
+    result = verdict(report.breakdowns[0], report.budget)
+    assert result.status == UNKNOWN and result.bound == g.shared_bound
+    [note] = [x.message for x in report.diagnostics
+              if x.code == "MEM005" and x.model == "sequential"]
+    assert "The step it shares comes to at most" in note
+    assert "whether the step fits is unknown" in note
+
+
+def test_no_bound_where_a_model_of_the_step_is_not_sized():
+    # the discriminator's input size is not known: nothing bounds the step
+    source = DCGAN.replace("input_shape=(28, 28, 1)", "input_shape=(None, None, 1)").replace(
+        "images.reshape(-1, 28, 28, 1)", "images")
+    report = _report(source)
+    assert all(b.shared_step and b.shared_bound is None for b in report.breakdowns)
+    assert all(verdict(b, report.budget).status == UNKNOWN for b in report.breakdowns)
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict:
+    return ssp.load()
+
+
+@pytest.mark.gpuplan
+def test_the_bound_is_over_xla_plans_of_the_step(stored):
+    assert {(r["script"], r["target"], r["batch"]) for r in stored["rows"]} == set(ssp.ROWS)
+    for row in stored["rows"]:
+        now = ssp.memlint_side(row["script"], row["target"], row["batch"])
+        assert now == row["memlint"], (
+            f"memlint's side of {row['target']} {row['batch']} changed: run `python -m "
+            "harness.shared_step_plan --refresh-memlint`")
+        peak, bound = row["plan"]["peak"], now["bound"]
+        print(f"{row['target']} batch {row['batch']}: XLA {peak:,}, bound {bound:,} "
+              f"({bound / peak - 1:+.1%})")
+        assert peak <= bound <= 1.3 * peak
+        # each model's call alone is below the step: the bound is what gives a verdict
+        assert max(now["peaks"].values()) < bound
+
+
+@pytest.mark.gpuplan
+def test_a_stored_plan_of_the_step_recompiles_to_the_same_figures(stored):
+    require_gpuplan()
+    row = stored["rows"][dt.date.today().toordinal() % len(stored["rows"])]
+    fresh = ssp.compile_row(row["script"], row["target"], row["batch"])
+    for key in ("argument", "output", "alias", "temp", "peak"):
+        a, b = row["plan"][key], fresh[key]
+        assert abs(a - b) <= 0.01 * max(a, 1), f"{row['target']} {row['batch']} {key}: {a} {b}"
