@@ -10,9 +10,9 @@ described GPU's mesh (as ``harness/gpu_plan.py`` does) and reads ``memory_analys
 Each script's ``BATCH = ...`` line sets the batch of a row.
 
 Commands (``python -m harness.shared_step_plan [...]``): no argument compiles every row
-(about 30 s on 2 CPUs) and rewrites ``tests/data/shared_step_plans.json``;
-``--refresh-memlint`` recomputes memlint's side of the stored rows; ``--check TARGET BATCH``
-compiles one row and prints it.  Tests: ``tests/test_shared_steps.py``.
+(about a minute on 2 CPUs) and rewrites ``tests/data/shared_step_plans.json``;
+``--refresh-memlint`` recomputes memlint's side of the stored rows; ``--check SCRIPT TARGET
+BATCH`` compiles one row and prints it.  Tests: ``tests/test_shared_steps.py``.
 """
 
 from __future__ import annotations
@@ -27,16 +27,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "harness" / "shared_steps"
 DATA = ROOT / "tests" / "data" / "shared_step_plans.json"
-ROWS = [(script, target, batch) for script in ("gan_critic_jax.py",)
-        for target in ("h100", "t4") for batch in (64, 512)]
+# (script, target, batch): a GAN's step several models share, and one model's step whose
+# jit donates nothing beside its twin that donates the state
+ROWS = [(script, target, batch) for script, batches in (
+    ("gan_critic_jax.py", (64, 512)), ("jax_loop_mlp.py", (48, 512)),
+    ("jax_loop_mlp.py+donated", (48, 512))) for target in ("h100", "t4") for batch in batches]
 _BATCH = re.compile(r"^BATCH = \d+$", re.MULTILINE)
 
 
 def source_at(script: str, batch: int) -> str:
-    """The script with its batch set to ``batch``."""
-    text = (SCRIPTS / script).read_text(encoding="utf-8")
+    """The script with its batch set to ``batch``; ``NAME+donated``: the script ``NAME``
+    with its bare ``@jax.jit`` donating the state (as Keras's own trainer jits its step)."""
+    name, _, variant = script.partition("+")
+    text = (SCRIPTS / name).read_text(encoding="utf-8")
     if not _BATCH.search(text):
-        raise ValueError(f"{script} has no 'BATCH = N' line")
+        raise ValueError(f"{name} has no 'BATCH = N' line")
+    if variant == "donated":
+        text = text.replace("\n@jax.jit\n", "\n@partial(jax.jit, donate_argnums=0)\n").replace(
+            "\nimport jax\n", "\nfrom functools import partial\n\nimport jax\n")
     return _BATCH.sub(f"BATCH = {batch}", text, count=1)
 
 
@@ -51,11 +59,10 @@ def child_main(script: str, target: str, batch: int) -> None:
     namespace = {"__name__": "shared_step"}
     exec(compile(source, script, "exec"), namespace)  # noqa: S102 - our own step script
     mesh = gpu_plan._mesh(target, {})
-    real = np.zeros((batch,) + namespace["images"].shape[1:], "float32")
-    noise = np.zeros((batch, namespace["LATENT"]), "float32")
+    arguments = [gpu_plan._specs(np.asarray(a), mesh)
+                 for a in namespace["step_arguments"](batch)]
     lowered = namespace["train_step"].lower(gpu_plan._specs(namespace["state"], mesh),
-                                            gpu_plan._specs(real, mesh),
-                                            gpu_plan._specs(noise, mesh))
+                                            *arguments)
     plan = memory_plan(lowered.compile())
     plan.pop("generated_code", None)
     print(json.dumps(plan))
@@ -112,7 +119,7 @@ def generate() -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m harness.shared_step_plan")
     parser.add_argument("--child", nargs=3, metavar=("SCRIPT", "TARGET", "BATCH"))
-    parser.add_argument("--check", nargs=2, metavar=("TARGET", "BATCH"))
+    parser.add_argument("--check", nargs=3, metavar=("SCRIPT", "TARGET", "BATCH"))
     parser.add_argument("--refresh-memlint", action="store_true",
                         help="recompute memlint's side of the stored rows only")
     args = parser.parse_args(argv)
@@ -126,7 +133,7 @@ def main(argv=None) -> None:
         child_main(args.child[0], args.child[1], int(args.child[2]))
         return
     if args.check:
-        print(compile_row(ROWS[0][0], args.check[0], int(args.check[1])))
+        print(compile_row(args.check[0], args.check[1], int(args.check[2])))
         return
     save(generate())
 

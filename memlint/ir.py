@@ -238,6 +238,10 @@ class TrainingSetup:
     shared_step: str = ""
     # that step's calls: [(model name, how many times it calls it)] (memory/shared_steps.py)
     shared_calls: list = field(default_factory=list)
+    # a JAX training step of the code's own that does not donate the state it is given
+    # (``jax.jit`` without ``donate_argnums``, or no jit): why; its old and new variables and
+    # slots are alive at once at the update ("": donated, as Keras's trainer does)
+    state_kept: str = ""
 
 
 @record

@@ -6,7 +6,9 @@ upper bound (``memlint/memory/shared_steps.py``) that can give a "fits" verdict.
   under one ``jax.value_and_grad``) compiled for described GPUs without a GPU
   (``harness/shared_step_plan.py``, data in ``tests/data/shared_step_plans.json``): memlint's
   side recomputed must equal what is stored (after a change to memlint: ``python -m
-  harness.shared_step_plan --refresh-memlint``), and the bound must be over every plan.
+  harness.shared_step_plan --refresh-memlint``), and the bound must be over every plan; the
+  same for one model's JAX step whose ``jax.jit`` donates nothing, and its twin that donates
+  the state (``TrainingSetup.state_kept``).
 * With jax and the CUDA plugin, one stored row (chosen by the date) is compiled again and
   must match the stored plan within 1%.
 """
@@ -117,19 +119,29 @@ def stored() -> dict:
 
 
 @pytest.mark.gpuplan
-def test_the_bound_is_over_xla_plans_of_the_step(stored):
+def test_memlint_against_xla_plans_of_jax_steps_of_the_codes_own(stored):
+    """The GAN's shared step: the bound over every plan, within 30%; one model's step whose
+    jit donates nothing (keras.io's JAX loop, a bare ``@jax.jit``) and its twin that
+    donates the state: memlint's peak within 5% (the one that donates nothing was 35%
+    under while memlint took every JAX step for donated)."""
     assert {(r["script"], r["target"], r["batch"]) for r in stored["rows"]} == set(ssp.ROWS)
     for row in stored["rows"]:
         now = ssp.memlint_side(row["script"], row["target"], row["batch"])
+        label = f"{row['script']} {row['target']} {row['batch']}"
         assert now == row["memlint"], (
-            f"memlint's side of {row['target']} {row['batch']} changed: run `python -m "
-            "harness.shared_step_plan --refresh-memlint`")
-        peak, bound = row["plan"]["peak"], now["bound"]
-        print(f"{row['target']} batch {row['batch']}: XLA {peak:,}, bound {bound:,} "
-              f"({bound / peak - 1:+.1%})")
-        assert peak <= bound <= 1.3 * peak
-        # each model's call alone is below the step: the bound is what gives a verdict
-        assert max(now["peaks"].values()) < bound
+            f"memlint's side of {label} changed: run `python -m harness.shared_step_plan "
+            "--refresh-memlint`")
+        peak = row["plan"]["peak"]
+        if len(now["peaks"]) > 1:  # a step several models share
+            bound = now["bound"]
+            print(f"{label}: XLA {peak:,}, bound {bound:,} ({bound / peak - 1:+.1%})")
+            assert peak <= bound <= 1.3 * peak, label
+            # each model's call alone is below the step: the bound is what gives a verdict
+            assert max(now["peaks"].values()) < bound
+        else:
+            [estimate] = now["peaks"].values()
+            print(f"{label}: XLA {peak:,}, memlint {estimate:,} ({estimate / peak - 1:+.1%})")
+            assert abs(estimate / peak - 1) <= 0.05, label
 
 
 @pytest.mark.gpuplan

@@ -401,6 +401,35 @@ for step, data in enumerate(train_dataset):
 '''
 
 
+def test_a_jax_step_whose_jit_donates_nothing_keeps_the_state_it_is_given():
+    # keras.io's JAX loop jits its step with a bare @jax.jit: the state it is given stays
+    # alive beside the new one (memlint took every JAX step for donated, as Keras's trainer
+    # jits its own: 35% under XLA's plan of such a step, tests/test_shared_steps.py)
+    setup, report = _setup(JAX_LOOP)
+    line = JAX_LOOP.lstrip("\n").splitlines().index("@jax.jit") + 1
+    assert setup.state_kept == f"jax.jit at line {line} donates no argument"
+    kept = report.breakdowns[0]
+    donated = JAX_LOOP.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)").replace(
+        "import jax\n", "import jax\nfrom functools import partial\n")
+    setup, report = _setup(donated)
+    assert setup.state_kept == "" and setup.mode == "train"
+    donated_breakdown = report.breakdowns[0]
+    weights = donated_breakdown.category("weights")
+
+    def update(breakdown):
+        return max(m["bytes"] for m in breakdown.timeline if m["phase"] == "update")
+    # the new variables and RMSprop's one slot each, at the update
+    assert 2 * weights <= update(kept) - update(donated_breakdown) <= 2 * weights + 512
+    called = JAX_LOOP.replace("@jax.jit\n", "").replace(
+        "state = model.trainable_variables", "train_step = jax.jit(train_step)\n"
+                                             "state = model.trainable_variables")
+    setup, _ = _setup(called)  # the step was not found at all: Keras's default batch
+    assert (setup.mode, setup.batch_size) == ("train", 48)
+    assert setup.state_kept.startswith("jax.jit at line ")
+    eager = JAX_LOOP.replace("@jax.jit\n", "")
+    assert _setup(eager)[0].state_kept.endswith("is not jitted")
+
+
 def test_a_jax_loop_of_stateless_calls_under_value_and_grad_trains_the_model():
     """keras.io's JAX training loop: ``model.stateless_call`` inside the function
     ``jax.value_and_grad`` differentiates is the step, at the dataset's batch, with the

@@ -64,12 +64,15 @@ def train_step(state, real, noise):
     return loss, (g_vars, c_vars, g_rest, c_rest, g_slots, c_slots)
 
 
+def step_arguments(batch):
+    """What one step is given besides the state: real images and noise."""
+    return images[:batch], np.random.normal(size=(batch, LATENT)).astype("float32")
+
+
 state = ([v.value for v in generator.trainable_variables],
          [v.value for v in critic.trainable_variables],
          [v.value for v in generator.non_trainable_variables],
          [v.value for v in critic.non_trainable_variables],
          [v.value for v in g_opt.variables], [v.value for v in c_opt.variables])
 for start in range(0, len(images), BATCH):
-    real = images[start:start + BATCH]
-    noise = np.random.normal(size=(BATCH, LATENT)).astype("float32")
-    loss, state = train_step(state, real, noise)
+    loss, state = train_step(state, *step_arguments(BATCH))

@@ -101,7 +101,9 @@ def _notes(setup: TrainingSetup, prec, profile) -> dict:
     xla = profile.sign == "xla"
     return {
         "weights": f"every variable ({prec.variable_bytes} bytes per parameter unless stored "
-                   "otherwise)",
+                   "otherwise)" + (f"; at the update the new variables and slots too "
+                                   f"({setup.state_kept})" if xla and setup.state_kept
+                                   and setup.mode == "train" else ""),
         "gradients": ("the weight gradients alive at the peak: "
                       + ("each is consumed by the update when its layer's backward is done"
                          if profile.weight_gradients == "consumed" and not (

@@ -383,6 +383,8 @@ def call_ref(interp, name: str, args: list, kwargs: dict, node) -> Any:
         return training_loops.Tape()
     if name == "keras.Variable":  # a weight of the layer that keeps it (classes.track)
         return variables.keras_variable(args, kwargs)
+    if name == training_loops.JIT and args:  # ``train_step = jax.jit(train_step)``
+        return training_loops.jitted(args[0], kwargs, interp.location(node).line)
     made = variables.initializer(name) or training_loops.differentiated(name, args, kwargs)
     if made is not None:
         return made

@@ -262,6 +262,8 @@ class Interpreter(ExpressionEvaluator):
         self.model_changing_loops: dict = {}  # id(loop) -> whether it may change a model
         self.repeating_loops: set = set()  # ids of loops stopped for repeating (loop_repeats.py)
         self.runs_once: dict = {}  # id of a loop of unknown iterable -> times read once
+        self.jits: list = []  # the functions being called: each one's UserFunction.jit
+        self.differentiating: list = []  # lines of the jax.grad functions being run
         self.undecided_ifs: set = set()  # ids of the ifs already noted as undecided
         self.file_closure: Optional[set] = None  # names functions of the file read (lazily)
         self._capture_depth = -1  # call depth of the generator run by first_yield
@@ -989,6 +991,10 @@ class Interpreter(ExpressionEvaluator):
         value = fn
         for decorator in reversed(stmt.decorators):
             deco = self.eval(decorator.decorator)
+            jit = training_loops.jit_decorator(deco)
+            if jit is not None:  # ``@jax.jit``: what it donates (training_loops.jitted)
+                value = training_loops.jitted(value, jit, self.location(decorator).line)
+                continue
             if not isinstance(deco, UserFunction):
                 self.note_decorator(decorator, stmt)
                 continue
@@ -1094,6 +1100,7 @@ class Interpreter(ExpressionEvaluator):
             self.state.quiet += 1
         self.depth += 1
         self.deepest = max(self.deepest, self.depth)
+        self.jits.append(fn.jit)
         try:
             body = fn.node.body
             if isinstance(fn.node, cst.Lambda):  # ``lambda x: expr``: the value of expr
@@ -1114,6 +1121,7 @@ class Interpreter(ExpressionEvaluator):
             if foreign:
                 self.state.quiet -= 1
             self.depth -= 1
+            self.jits.pop()
         return result
 
     def bind_arguments(self, fn: UserFunction, args: list, kwargs: dict):

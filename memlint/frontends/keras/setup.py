@@ -10,8 +10,8 @@ from memlint.frontends.keras.devices import PerReplica
 from memlint.frontends.keras.losses import loss_name, output_losses
 from memlint.frontends.keras.data import (Dataset, feed, host_arrays, input_names,
                                           input_shapes)
-from memlint.frontends.keras.training_loops import (INPUT_GRADIENT, SHARED_STEP, TRAIN_CALL,
-                                                    applied_optimizer, applies_to)
+from memlint.frontends.keras.training_loops import (INPUT_GRADIENT, SHARED_STEP, STATE_KEPT,
+                                                    TRAIN_CALL, applied_optimizer, applies_to)
 from memlint.frontends.keras.values import Array, Optimizer, flatten_structure
 from memlint.ir import OptimizerSpec, TrainingSetup
 
@@ -48,6 +48,7 @@ def training_setup(model, state, fixed_batch=None) -> TrainingSetup:
         _batch_from_call(setup, TRAIN_CALL, args, kwargs, loc, fixed_batch)
         setup.shared_step, setup.shared_calls = next(iter(usage.get(SHARED_STEP, [])),
                                                      ("", []))
+        setup.state_kept = next((why for why in usage.get(STATE_KEPT, []) if why), "")
         _input_gradient(setup, usage, state)
         return setup
     for method in ("predict", "predict_on_batch", "predict_generator"):

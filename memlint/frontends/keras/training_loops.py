@@ -26,18 +26,22 @@ optimizer's ``apply_gradients``.  memlint follows the loop over one representati
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Optional
 
 import libcst.matchers as m
 
-from memlint.frontends.keras.values import Array, Optimizer, Unknown, flatten_structure
+from memlint.frontends.keras.values import (Array, Optimizer, Partial, Ref, Unknown,
+                                            UserFunction, flatten_structure)
 from memlint.ir import OptimizerSpec
 from memlint.records import record
 
 TRAIN_CALL = "train_call"
 SHARED_STEP = "shared_step"
 INPUT_GRADIENT = "input_gradient"
+# a JAX step that holds the state it is given beside the one it returns: why ("" donated)
+STATE_KEPT = "state_kept"
+JIT = "jax.jit"
 APPLYING = ("apply_gradients", "minimize", "apply", "stateless_apply")
 _TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
 _NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
@@ -81,6 +85,11 @@ def record_call(interp, usage: dict, args: list, kwargs: dict, node, name: str,
     value = args[0] if args else kwargs.get("inputs", kwargs.get("x"))
     usage.setdefault(TRAIN_CALL, []).append(([value if batch is None else batch], {},
                                              interp.location(node)))
+    if getattr(interp, "differentiating", None):  # a JAX step: does its jit donate?
+        jits = [j for j in interp.jits if j is not None]
+        usage.setdefault(STATE_KEPT, []).append(
+            jits[-1] if jits else f"the step jax differentiates at line "
+                                  f"{interp.differentiating[-1]} is not jitted")
     for calls in interp.tape_calls:
         calls.append((name, usage, value))
 
@@ -172,17 +181,42 @@ def differentiated(name: str, args: list, kwargs: dict) -> Optional[Differentiat
     return Differentiated(fn, name == "jax.value_and_grad", has_aux)
 
 
+def jitted(fn: Any, kwargs: dict, line: int) -> Any:
+    """``jax.jit(fn, donate_argnums=...)``, called or as a decorator (``@jax.jit``,
+    ``@partial(jax.jit, donate_argnums=0)``): the function of the file, marked with whether
+    the jit donates arguments (a step that donates none holds the state it is given beside
+    the state it returns); anything else unchanged."""
+    if not isinstance(fn, UserFunction):
+        return fn
+    donates = any(kwargs.get(k) not in (None, (), [])
+                  for k in ("donate_argnums", "donate_argnames"))
+    return replace(fn, jit="" if donates else f"jax.jit at line {line} donates no argument")
+
+
+def jit_decorator(deco: Any) -> Optional[dict]:
+    """The keyword arguments of a decorator that is ``jax.jit`` (bare, or through
+    ``functools.partial``), or None for any other decorator."""
+    if isinstance(deco, Ref) and deco.name == JIT:
+        return {}
+    if isinstance(deco, Partial) and isinstance(deco.func, Ref) and deco.func.name == JIT \
+            and not deco.args:
+        return dict(deco.kwargs)
+    return None
+
+
 def run_differentiated(interp, made: Differentiated, call, line: int) -> Any:
     """Call the function ``made`` differentiates (``call()`` runs it) as under a tape: its
     model calls are training steps.  What JAX returns: ``(value, grads)`` or ``grads``
     (``(grads, aux)`` with ``has_aux``), the gradients not known."""
     result = []
     interp.tape_depth += 1
+    interp.differentiating.append(line)
     try:
         tape_block(interp, f"{'jax.value_and_grad' if made.value else 'jax.grad'} "
                            f"differentiates at line {line}", lambda: result.append(call()))
     finally:
         interp.tape_depth -= 1
+        interp.differentiating.pop()
     grads = Unknown("gradients computed by JAX")
     if made.value:
         return (result[0], grads)

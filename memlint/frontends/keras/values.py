@@ -220,6 +220,9 @@ class UserFunction:
     closure: tuple  # enclosing function scopes (innermost first) for nested functions
     location: Location
     module_globals: Optional[dict] = None  # the globals of the module that defined it
+    # compiled by ``jax.jit``: "" where the jit donates arguments, else why not ("jax.jit at
+    # line 30 donates no argument"); None: not jitted (training_loops.jitted)
+    jit: Optional[str] = None
 
 
 @record(eq=False)
