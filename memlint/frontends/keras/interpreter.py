@@ -119,12 +119,19 @@ def _is_generator(fn_node, index: SourceIndex) -> bool:
 
 
 class _YieldFinder(cst.CSTVisitor):
-    def __init__(self, fn_node):
+    """A ``yield`` (with ``returns``, a ``return`` too) in ``fn_node``'s own body, or in a
+    block's when ``fn_node`` is None, nested definitions aside."""
+
+    def __init__(self, fn_node, returns: bool = False):
         self.fn_node = fn_node
+        self.returns = returns
         self.found = False
 
     def visit_Yield(self, node):
         self.found = True
+
+    def visit_Return(self, node):
+        self.found = self.found or self.returns
 
     def visit_FunctionDef(self, node):
         return node is self.fn_node
@@ -173,30 +180,9 @@ def runs_code(interp, summary) -> bool:
     return False
 
 
-class _ReturnFinder(cst.CSTVisitor):
-    """Whether a loop's body returns or yields (nested definitions aside)."""
-
-    def __init__(self):
-        self.found = False
-
-    def visit_Return(self, node):
-        self.found = True
-
-    def visit_Yield(self, node):
-        self.found = True
-
-    def visit_FunctionDef(self, node):
-        return False
-
-    def visit_Lambda(self, node):
-        return False
-
-    def visit_ClassDef(self, node):
-        return False
-
-
 def _returns_inside(body) -> bool:
-    finder = _ReturnFinder()
+    """Whether a loop's body returns or yields (nested definitions aside)."""
+    finder = _YieldFinder(None, returns=True)
     body.visit(finder)
     return finder.found
 
