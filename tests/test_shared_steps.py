@@ -152,3 +152,37 @@ def test_a_stored_plan_of_the_step_recompiles_to_the_same_figures(stored):
     for key in ("argument", "output", "alias", "temp", "peak"):
         a, b = row["plan"][key], fresh[key]
         assert abs(a - b) <= 0.01 * max(a, 1), f"{row['target']} {row['batch']} {key}: {a} {b}"
+
+
+def test_a_gradient_penalty_tape_inside_the_step_gives_no_bound():
+    # a WGAN-GP's critic differentiated twice: the inner tape's backward is kept for the
+    # outer one's, which no call's own peak counts: no bound and no verdict, for the step
+    # of both models and for one that runs the critic alone
+    source = DCGAN.replace(
+        "        fake_out = discriminator(fake, training=True)\n",
+        "        fake_out = discriminator(fake, training=True)\n"
+        "        with tf.GradientTape() as gp_tape:\n"
+        "            gp_tape.watch(real)\n"
+        "            gp_out = discriminator(real, training=True)\n"
+        "        penalty = tf.reduce_mean(gp_tape.gradient(gp_out, real) ** 2)\n")
+    report = _report(source)
+    for breakdown in report.breakdowns:
+        assert "gradients of gradients" in breakdown.shared_step
+        assert breakdown.shared_bound is None
+        assert verdict(breakdown, report.budget).status == UNKNOWN
+    alone = _report(source.replace("        fake = generator(noise, training=True)\n",
+                                   "        fake = real\n"))
+    critic = alone.breakdowns[[m.name for m in alone.models].index("sequential_1")]
+    assert not critic.complete and "gradients of gradients" in critic.shared_step
+    single = _report(textwrap.dedent('''
+        import tensorflow as tf
+        critic = tf.keras.Sequential([tf.keras.layers.Dense(8, input_shape=(4,))])
+        data = tf.zeros((64, 4))
+        with tf.GradientTape() as tape:
+            with tf.GradientTape() as inner:
+                inner.watch(data)
+                out = critic(data, training=True)
+            loss = tf.reduce_mean(inner.gradient(out, data) ** 2)
+        '''))
+    [one] = single.breakdowns  # one call: it had a step of its own, taken as complete
+    assert not one.complete and "gradients of gradients" in one.shared_step

@@ -42,6 +42,7 @@ INPUT_GRADIENT = "input_gradient"
 # a JAX step that holds the state it is given beside the one it returns: why ("" donated)
 STATE_KEPT = "state_kept"
 JIT = "jax.jit"
+_NESTED = ("", None, None)  # in a tape block's calls: a tape block ran inside it
 APPLYING = ("apply_gradients", "minimize", "apply", "stateless_apply")
 _TAPES = ("tensorflow.GradientTape", "tensorflow.autodiff.GradientTape")
 _NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
@@ -142,23 +143,33 @@ def tape_block(interp, where: str, run, tapes: tuple = ()) -> None:
     GradientTape at line 85"); where it trains several models, or one several times, mark
     each one's usage with the step it shares.  The ``tapes`` the block opened keep its
     training calls (:func:`tape_method`)."""
+    for outer in interp.tape_calls:  # a tape inside theirs: gradients of gradients
+        if not any(c is _NESTED for c in outer):
+            outer.append(_NESTED)
     interp.tape_calls.append([])
     try:
         run()
     finally:
         calls = interp.tape_calls.pop()
+        nested = any(c is _NESTED for c in calls)
+        calls = [c for c in calls if c is not _NESTED]
         for tape in tapes:
             tape.calls.extend(calls)
     counts: dict = {}
     for name, usage, _ in calls:
         counts.setdefault(id(usage), [name, usage, 0])[2] += 1
-    if len(calls) < 2:
+    if len(calls) < 2 and not (nested and calls):
         return
     told = " and ".join(f"{name} " + ("once" if n == 1 else f"{n} times")
                         for name, _, n in counts.values())
-    shared = [(name, n) for name, _, n in counts.values()]
+    # a tape inside the block keeps its backward for the outer one's (a gradient penalty):
+    # the step is not bounded by its calls' own peaks (memory/shared_steps.py)
+    shared = [] if nested else [(name, n) for name, _, n in counts.values()]
+    text = f"the step {where} calls {told}" + (
+        ", and a tape inside it takes gradients of gradients, whose memory memlint does not "
+        "count" if nested else "")
     for _, usage, _ in counts.values():
-        usage.setdefault(SHARED_STEP, []).append((f"the step {where} calls {told}", shared))
+        usage.setdefault(SHARED_STEP, []).append((text, shared))
 
 
 @record(frozen=True)
