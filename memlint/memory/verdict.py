@@ -102,11 +102,11 @@ def verdict(breakdown: MemoryBreakdown, budget) -> Verdict:
     lower = not breakdown.complete
     unknown = tuple(breakdown.unknown_activations)
     margin, basis = margin_for(breakdown, budget)
+    bound = breakdown.shared_bound
     if budget is None:
         return Verdict(None, peak, lower, None, None, unknown, breakdown.batch_known,
-                       margin, basis)
+                       margin, basis, bound)
     usable = budget.usable
-    bound = breakdown.shared_bound
     if peak > usable:
         status = DOES_NOT_FIT
     elif lower:

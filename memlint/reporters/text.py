@@ -186,8 +186,7 @@ def model_report(graph, breakdown, budget) -> list:
                          + (f" (with the {percent(result.margin)} margin)"
                             if result.margin else ""))
     elif breakdown.shared_bound is not None:
-        lines.append(f"  shared step:  at most {format_bytes(breakdown.shared_bound)}, "
-                     f"{breakdown.shared_bound_source}")
+        lines.append(f"  shared step:  {bound_text(verdict(breakdown, None), breakdown)}")
     flags = sizing_flags(graph, breakdown)
     if flags:
         lines.append(f"  to size it:   pass {' and '.join(flags)}")
